@@ -1,0 +1,3 @@
+"""MirrorFlow: cross-cluster Apache Kafka replication."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""The ``mirrorflow`` command line."""

@@ -1,0 +1,35 @@
+"""Arguments several commands share, with their environment fallbacks."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from replicator.config import CONFIG_ENV, Config, load_config
+from replicator.devenv import DEFAULT_HOME, HOME_ENV
+
+
+def add_config_arg(parser: argparse.ArgumentParser) -> None:
+    """``--config``: falls back to $MIRRORFLOW_CONFIG, then ./mirrorflow.yaml."""
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        default=None,
+        help=f"mirrorflow.yaml to use (env {CONFIG_ENV}; default: ./mirrorflow.yaml)",
+    )
+
+
+def config_of(args: argparse.Namespace) -> Config:
+    """Load the config the arguments (or the environment) name."""
+    return load_config(args.config, os.environ)
+
+
+def add_home_arg(parser: argparse.ArgumentParser) -> None:
+    """``--home``: where the local clusters and the demo's files live."""
+    parser.add_argument(
+        "--home",
+        type=Path,
+        default=Path(os.environ.get(HOME_ENV) or DEFAULT_HOME),
+        help=f"folder of the local clusters' data and config (env {HOME_ENV}; default: {DEFAULT_HOME})",
+    )

@@ -1,0 +1,44 @@
+"""``mirrorflow config check``: validate mirrorflow.yaml and show what it means."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from replicator.cli.common import add_config_arg, config_of
+from replicator.cli.output import as_json, table
+
+
+def register(commands: Any) -> None:
+    """Add the ``config`` command group."""
+    parser = commands.add_parser("config", help="validate the configuration file")
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    check = sub.add_parser("check", help="validate mirrorflow.yaml; exit 2 naming every bad key")
+    add_config_arg(check)
+    check.add_argument("--json", action="store_true", help="print the effective config as JSON")
+    check.set_defaults(handler=check_config)
+
+
+def check_config(args: argparse.Namespace) -> int:
+    """Print the clusters and routes (secrets masked), or fail with exit code 2."""
+    config = config_of(args)
+    if args.json:
+        data = config.model_dump(mode="json")
+        data["clusters"] = {name: c.redacted() for name, c in config.clusters.items()}
+        print(as_json(data))
+        return 0
+    print(table(
+        ["cluster", "bootstrap.servers", "other properties"],
+        [[c.name, c.bootstrap_servers, len(c.properties) - 1] for c in config.clusters.values()],
+    ))
+    print()
+    print(table(
+        ["route", "source", "target", "policy", "topics", "exclude"],
+        [
+            [r.name, r.source, r.target, r.policy if isinstance(r.policy, str) else "mapping",
+             " ".join(r.topics), " ".join(r.exclude) or "-"]
+            for r in config.routes
+        ],
+    ))
+    print(f"\nstate: {config.state.url}")
+    return 0

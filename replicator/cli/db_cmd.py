@@ -1,0 +1,35 @@
+"""``mirrorflow db upgrade``: migrate the state database of the config."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from replicator.cli.common import add_config_arg, config_of
+from replicator.state.repository import register_routes
+from replicator.state.store import StateStore, current_revision
+
+
+def register(commands: Any) -> None:
+    """Add the ``db`` command group."""
+    parser = commands.add_parser("db", help="the state database")
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    upgrade = sub.add_parser(
+        "upgrade", help="apply pending migrations and register the config's routes (idempotent)"
+    )
+    add_config_arg(upgrade)
+    upgrade.set_defaults(handler=upgrade_db)
+
+
+def upgrade_db(args: argparse.Namespace) -> int:
+    """Migrate (StateStore does it on open) and upsert the routes."""
+    config = config_of(args)
+    store = StateStore(config.state.url)
+    try:
+        with store.session() as session:
+            routes = register_routes(session, config.routes)
+        print(f"state database at revision {current_revision(store.engine)}: {store.engine.url!r}")
+        print(f"routes registered: {', '.join(routes) or 'none'}")
+    finally:
+        store.close()
+    return 0

@@ -1,0 +1,62 @@
+"""``mirrorflow``: the entry point. Exit codes: 0 ok, 1 failure, 2 bad input, 130 interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from replicator import __version__
+from replicator.cli import config_cmd, db_cmd, dev_cmd
+from replicator.errors import MirrorFlowError
+from replicator.logs import LEVEL_ENV, setup_logging
+
+# Commands of DESIGN.md that later releases add; listed so nobody hunts for them.
+PLANNED = "run, topics, status, sync, checkpoint, failover, failback, audit, backfill"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but bad usage exits 2 with one line instead of the whole usage block."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command tree."""
+    parser = _Parser(
+        prog="mirrorflow",
+        description="Cross-cluster Apache Kafka replication and its runbooks.",
+        epilog=f"Not in this version yet (planned): {PLANNED}.",
+    )
+    parser.add_argument("--version", action="version", version=f"mirrorflow {__version__}")
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get(LEVEL_ENV, "warning"),
+        choices=["debug", "info", "warning", "error"],
+        help=f"log verbosity on stderr (env {LEVEL_ENV}; default: warning)",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
+    dev_cmd.register(commands)
+    config_cmd.register(commands)
+    db_cmd.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    setup_logging(args.log_level)
+    try:
+        return int(args.handler(args))
+    except MirrorFlowError as exc:
+        sys.stderr.write(f"mirrorflow: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("mirrorflow: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

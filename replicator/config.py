@@ -1,0 +1,273 @@
+"""``mirrorflow.yaml``: load, validate and expose the configuration as frozen objects.
+
+Every problem is reported as ``<key path>: <problem>`` (for example
+``routes[1].source: unknown cluster 'dr' (known: backup, primary)``) and raised as
+one :class:`~replicator.errors.ConfigError`; the CLI prints it and exits 2.
+The environment is read only by the caller (``environ`` argument), never at import.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from replicator.domain.secrets import redact
+from replicator.domain.topic_filter import TopicFilter
+from replicator.errors import ConfigError
+
+CONFIG_ENV = "MIRRORFLOW_CONFIG"
+DEFAULT_CONFIG_PATH = Path("mirrorflow.yaml")
+DEFAULT_STATE_URL = "sqlite:///.mirrorflow/state.db"
+
+Scalar = str | int | float | bool
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
+class KeyProblem(ValueError):
+    """A validation problem below the key pydantic reports, e.g. one list item."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(problem)
+        self.path = path
+        self.problem = problem
+
+
+def _properties(raw: Any, where: str) -> dict[str, str]:
+    """librdkafka properties as strings; YAML booleans become ``true``/``false``."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise KeyProblem(where, f"must be a mapping of client properties, got {type(raw).__name__}")
+    out: dict[str, str] = {}
+    for key, value in raw.items():
+        if not isinstance(value, Scalar):  # type: ignore[arg-type, misc]
+            raise KeyProblem(f"{where}.{key}", "must be a string, number or boolean")
+        out[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ClusterConfig(_Frozen):
+    """A named Kafka cluster and its librdkafka client properties."""
+
+    name: str
+    properties: Mapping[str, str]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The ``bootstrap.servers`` list of this cluster."""
+        return self.properties["bootstrap.servers"]
+
+    def client_properties(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The librdkafka configuration for a client of this cluster (the one conversion)."""
+        return {**self.properties, **(overrides or {})}
+
+    def redacted(self) -> dict[str, object]:
+        """The properties with secrets masked, safe for logs and output."""
+        return redact(self.properties)
+
+
+class MappingPolicy(_Frozen):
+    """Explicit source → target topic names."""
+
+    mapping: Mapping[str, str]
+
+
+class RouteConfig(_Frozen):
+    """One replication flow ``source → target``."""
+
+    name: str = Field(pattern=_NAME)
+    source: str
+    target: str
+    topics: tuple[str, ...] = Field(min_length=1)
+    exclude: tuple[str, ...] = ()
+    include_internal: bool = False
+    policy: Literal["prefix", "identity"] | MappingPolicy = "prefix"
+    separator: str = Field(default=".", min_length=1)
+    guarantee: Literal["at-least-once"] = "at-least-once"
+    consumer: Mapping[str, str] = Field(default_factory=dict)
+    producer: Mapping[str, str] = Field(default_factory=dict)
+
+    @field_validator("topics", "exclude", mode="after")
+    @classmethod
+    def _valid_regexes(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        for index, pattern in enumerate(patterns):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise KeyProblem(f"[{index}]", f"invalid regex {pattern!r}: {exc}") from exc
+        return patterns
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _known_policy(cls, value: Any) -> Any:
+        if value in ("prefix", "identity") or (isinstance(value, Mapping) and "mapping" in value):
+            return value
+        raise ValueError(
+            f"unknown policy {value!r} (expected prefix, identity or {{mapping: {{source: target}}}})"
+        )
+
+    @field_validator("consumer", "producer", mode="before")
+    @classmethod
+    def _client_overrides(cls, value: Any) -> dict[str, str]:
+        return _properties(value, "")
+
+    @property
+    def topic_filter(self) -> TopicFilter:
+        """The include/exclude filter of this route."""
+        return TopicFilter(self.topics, self.exclude, self.include_internal)
+
+
+class StateConfig(_Frozen):
+    """Where the state database lives (any SQLAlchemy URL)."""
+
+    url: str = DEFAULT_STATE_URL
+
+
+class Config(_Frozen):
+    """The whole validated ``mirrorflow.yaml``."""
+
+    clusters: Mapping[str, ClusterConfig] = Field(min_length=1)
+    routes: tuple[RouteConfig, ...] = ()
+    state: StateConfig = StateConfig()
+
+    @field_validator("clusters", mode="before")
+    @classmethod
+    def _clusters(cls, raw: Any) -> Any:
+        if not isinstance(raw, Mapping):
+            raise ValueError("must be a mapping of cluster name to client properties")
+        clusters = {}
+        for name, props in raw.items():
+            if not re.match(_NAME, str(name)):
+                raise KeyProblem(f".{name}", "cluster names use letters, digits, '.', '_', '-'")
+            properties = _properties(props, f".{name}")
+            if not properties.get("bootstrap.servers", "").strip():
+                raise KeyProblem(f".{name}", "missing required key 'bootstrap.servers'")
+            clusters[str(name)] = {"name": str(name), "properties": properties}
+        return clusters
+
+    @model_validator(mode="after")
+    def _routes_agree(self) -> Config:
+        problems = []
+        seen: set[str] = set()
+        for index, route in enumerate(self.routes):
+            where = f"routes[{index}]"
+            if route.name in seen:
+                problems.append(f"{where}.name: duplicate route name {route.name!r}")
+            seen.add(route.name)
+            for side in ("source", "target"):
+                cluster = getattr(route, side)
+                if cluster not in self.clusters:
+                    known = ", ".join(sorted(self.clusters))
+                    problems.append(f"{where}.{side}: unknown cluster {cluster!r} (known: {known})")
+            if route.source == route.target and route.policy == "identity":
+                problems.append(
+                    f"{where}.policy: identity would replicate {route.source!r} onto itself"
+                )
+        if problems:
+            raise ConfigError(problems)
+        return self
+
+    def route(self, name: str) -> RouteConfig:
+        """The route called ``name``; a ConfigError naming the known routes otherwise."""
+        for route in self.routes:
+            if route.name == name:
+                return route
+        known = ", ".join(r.name for r in self.routes) or "none"
+        raise ConfigError(f"unknown route {name!r} (known: {known})")
+
+    def cluster(self, name: str) -> ClusterConfig:
+        """The cluster called ``name``; a ConfigError naming the known clusters otherwise."""
+        if name not in self.clusters:
+            known = ", ".join(sorted(self.clusters))
+            raise ConfigError(f"unknown cluster {name!r} (known: {known})")
+        return self.clusters[name]
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    loc = tuple(p for p in error["loc"] if not str(p).startswith(("function-", "literal[")))
+    path = _location(loc)
+    cause = error.get("ctx", {}).get("error")
+    if isinstance(cause, KeyProblem):
+        return f"{path}{cause.path}: {cause.problem}"
+    if isinstance(cause, ConfigError):
+        return "\n".join(cause.problems)
+    kind = error["type"]
+    message = {
+        "missing": "missing required key",
+        "extra_forbidden": "unknown key",
+    }.get(kind, str(error["msg"]).removeprefix("Value error, "))
+    return f"{path}: {message}" if path else message
+
+
+def _expand_env(node: Any, environ: Mapping[str, str], path: str) -> Any:
+    """Replace ``${NAME}`` in string values with the environment variable NAME."""
+    if isinstance(node, Mapping):
+        return {k: _expand_env(v, environ, f"{path}.{k}" if path else str(k)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_expand_env(v, environ, f"{path}[{i}]") for i, v in enumerate(node)]
+    if isinstance(node, str):
+        missing = [name for name in _ENV_REF.findall(node) if name not in environ]
+        if missing:
+            raise ConfigError(f"{path}: environment variable {missing[0]} is not set")
+        return _ENV_REF.sub(lambda m: environ[m.group(1)], node)
+    return node
+
+
+def parse_config(text: str, source: str = "mirrorflow.yaml", environ: Mapping[str, str] = {}) -> Config:
+    """Validate the YAML ``text``; ``source`` names it in error messages."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        raise ConfigError(f"YAML syntax error: {exc.problem}", where) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"YAML syntax error: {exc}", source) from None
+    if not isinstance(raw, Mapping):
+        raise ConfigError("the file must be a YAML mapping with a 'clusters' key", source)
+    try:
+        return Config.model_validate(_expand_env(raw, environ, ""))
+    except ConfigError as exc:
+        raise ConfigError(exc.problems, source) from None
+    except ValidationError as exc:
+        problems = list(dict.fromkeys(_describe(e) for e in exc.errors(include_url=False)))
+        raise ConfigError(problems, source) from None
+
+
+def resolve_config_path(path: str | Path | None, environ: Mapping[str, str]) -> Path:
+    """``--config`` first, then ``$MIRRORFLOW_CONFIG``, then ``./mirrorflow.yaml``."""
+    chosen = path or environ.get(CONFIG_ENV) or DEFAULT_CONFIG_PATH
+    return Path(chosen)
+
+
+def load_config(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """Read and validate the configuration file (see :func:`resolve_config_path`)."""
+    env = os.environ if environ is None else environ
+    resolved = resolve_config_path(path, env)
+    try:
+        text = resolved.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"config file not found: {resolved} (pass --config or set {CONFIG_ENV})"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {resolved}: {exc.strerror}") from None
+    return parse_config(text, str(resolved), env)

@@ -1,0 +1,1 @@
+"""Adapters over confluent-kafka (librdkafka): the only place that imports it."""

@@ -1,0 +1,28 @@
+"""Structured, quiet-by-default logging: ``level=... logger=... message key=value``."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+LEVEL_ENV = "MIRRORFLOW_LOG_LEVEL"
+
+
+class _KeyValueFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line = (
+            f"ts={self.formatTime(record, '%Y-%m-%dT%H:%M:%S')} level={record.levelname.lower()} "
+            f"logger={record.name} msg={record.getMessage()!r}"
+        )
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+def setup_logging(level: str = "warning") -> None:
+    """Send MirrorFlow's logs to stderr at ``level`` (warning unless asked)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_KeyValueFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())

@@ -1,0 +1,67 @@
+"""SQLAlchemy 2 models of the state database.
+
+Schema changes go through an Alembic migration in ``sql/migrations/versions``; a
+test compares these models with the migrated schema.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import DateTime, ForeignKey, MetaData, String, Text, UniqueConstraint, func
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every MirrorFlow table (prefix ``mf_``)."""
+
+    metadata = MetaData(naming_convention=NAMING)
+
+
+def _now() -> Mapped[dt.datetime]:
+    return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+
+
+class RouteRow(Base):
+    """A route as last loaded from the config (name is the identity)."""
+
+    __tablename__ = "mf_route"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    source_cluster: Mapped[str] = mapped_column(String(200))
+    target_cluster: Mapped[str] = mapped_column(String(200))
+    policy: Mapped[str] = mapped_column(String(50))
+    created_at: Mapped[dt.datetime] = _now()
+    updated_at: Mapped[dt.datetime] = _now()
+
+    topics: Mapped[list[RouteTopicRow]] = relationship(
+        back_populates="route", cascade="all, delete-orphan"
+    )
+
+
+class RouteTopicRow(Base):
+    """One source topic of a route: what the operator wants and what the workers report."""
+
+    __tablename__ = "mf_route_topic"
+    __table_args__ = (UniqueConstraint("route_id", "topic", name="uq_mf_route_topic_route_topic"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    route_id: Mapped[int] = mapped_column(ForeignKey("mf_route.id", ondelete="CASCADE"), index=True)
+    topic: Mapped[str] = mapped_column(String(249))
+    desired_state: Mapped[str] = mapped_column(String(20))
+    status: Mapped[str] = mapped_column(String(20))
+    status_detail: Mapped[str | None] = mapped_column(Text)
+    added_by: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[dt.datetime] = _now()
+    updated_at: Mapped[dt.datetime] = _now()
+
+    route: Mapped[RouteRow] = relationship(back_populates="topics")
