@@ -9,28 +9,45 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
 
+from replicator.errors import UsageError
 from replicator.localcluster import ClusterStatus, LocalCluster, LocalClusterSpec
 
 DEFAULT_HOME = Path(".mirrorflow")
 HOME_ENV = "MIRRORFLOW_HOME"
+PORTS_ENV = "MIRRORFLOW_DEV_PORTS"
 
-# name -> (broker port, controller port); the ports of DESIGN.md's example config.
-DEV_PORTS: dict[str, tuple[int, int]] = {"primary": (19092, 19093), "backup": (29092, 29093)}
+# name -> broker port (the controller listens on the next port); DESIGN.md's ports.
+DEV_PORTS: dict[str, int] = {"primary": 19092, "backup": 29092}
 
 Progress = Callable[[str], None]
 
 
-def dev_clusters(home: Path) -> list[LocalCluster]:
+def parse_ports(text: str | None) -> dict[str, int]:
+    """``primary=19092,backup=29092`` (the value of $MIRRORFLOW_DEV_PORTS) as a mapping."""
+    if not text:
+        return dict(DEV_PORTS)
+    ports = dict(DEV_PORTS)
+    for item in text.split(","):
+        name, _, port = item.partition("=")
+        if name.strip() not in DEV_PORTS or not port.strip().isdigit():
+            raise UsageError(f"{PORTS_ENV}: expected primary=PORT,backup=PORT, got {text!r}")
+        ports[name.strip()] = int(port)
+    return ports
+
+
+def dev_clusters(home: Path, ports: Mapping[str, int] = DEV_PORTS) -> list[LocalCluster]:
     """The two development clusters kept under ``home/dev``."""
     return [
-        LocalCluster(LocalClusterSpec(name=name, home=home / "dev" / name, port=port, controller_port=ctl))
-        for name, (port, ctl) in DEV_PORTS.items()
+        LocalCluster(
+            LocalClusterSpec(name=name, home=home / "dev" / name, port=port, controller_port=port + 1)
+        )
+        for name, port in ports.items()
     ]
 
 
@@ -38,11 +55,13 @@ def _quiet(_: str) -> None:
     return None
 
 
-def dev_up(home: Path, clean: bool = False, progress: Progress = _quiet) -> list[ClusterStatus]:
+def dev_up(
+    home: Path, ports: Mapping[str, int] = DEV_PORTS, clean: bool = False, progress: Progress = _quiet
+) -> list[ClusterStatus]:
     """Start both clusters (in parallel); harmless when they already run."""
-    clusters = dev_clusters(home)
+    clusters = dev_clusters(home, ports)
     if clean:
-        dev_down(home, clean=True, progress=progress)
+        dev_down(home, ports, clean=True, progress=progress)
 
     def start(cluster: LocalCluster) -> ClusterStatus:
         began = time.monotonic()
@@ -56,14 +75,16 @@ def dev_up(home: Path, clean: bool = False, progress: Progress = _quiet) -> list
 
     with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
         statuses = list(pool.map(start, clusters))
-    write_dev_config(home)
+    write_dev_config(home, ports)
     return statuses
 
 
-def dev_down(home: Path, clean: bool = False, progress: Progress = _quiet) -> list[str]:
+def dev_down(
+    home: Path, ports: Mapping[str, int] = DEV_PORTS, clean: bool = False, progress: Progress = _quiet
+) -> list[str]:
     """Stop both clusters; with ``clean`` also delete their data. Returns the names stopped."""
     stopped = []
-    for cluster in dev_clusters(home):
+    for cluster in dev_clusters(home, ports):
         if cluster.stop():
             stopped.append(cluster.spec.name)
             progress(f"stopped {cluster.spec.name}")
@@ -73,9 +94,9 @@ def dev_down(home: Path, clean: bool = False, progress: Progress = _quiet) -> li
     return stopped
 
 
-def dev_status(home: Path) -> list[ClusterStatus]:
+def dev_status(home: Path, ports: Mapping[str, int] = DEV_PORTS) -> list[ClusterStatus]:
     """The status of both clusters, running or not."""
-    return [cluster.status() for cluster in dev_clusters(home)]
+    return [cluster.status() for cluster in dev_clusters(home, ports)]
 
 
 def dev_config_path(home: Path) -> Path:
@@ -83,9 +104,11 @@ def dev_config_path(home: Path) -> Path:
     return home / "mirrorflow.yaml"
 
 
-def dev_config(home: Path) -> dict[str, object]:
+def dev_config(home: Path, ports: Mapping[str, int] = DEV_PORTS) -> dict[str, object]:
     """A mirrorflow.yaml for the two local clusters, with one example route."""
-    clusters = {c.spec.name: {"bootstrap.servers": c.spec.bootstrap_servers} for c in dev_clusters(home)}
+    clusters = {
+        c.spec.name: {"bootstrap.servers": c.spec.bootstrap_servers} for c in dev_clusters(home, ports)
+    }
     return {
         "clusters": clusters,
         "routes": [
@@ -103,10 +126,10 @@ def dev_config(home: Path) -> dict[str, object]:
     }
 
 
-def write_dev_config(home: Path) -> Path:
+def write_dev_config(home: Path, ports: Mapping[str, int] = DEV_PORTS) -> Path:
     """Write :func:`dev_config` to :func:`dev_config_path` and return the path."""
     path = dev_config_path(home)
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = "# Written by `mirrorflow dev up` for the local clusters; edit freely.\n"
-    path.write_text(header + yaml.safe_dump(dev_config(home), sort_keys=False))
+    header = "# Written by `mirrorflow dev up` for the local clusters; rewritten by each `dev up`.\n"
+    path.write_text(header + yaml.safe_dump(dev_config(home, ports), sort_keys=False))
     return path

@@ -130,6 +130,7 @@ class LocalCluster:
         # Absolute: the JVM runs in its own folder, and the pid check matches this path.
         self.spec = dataclasses.replace(spec, home=spec.home.resolve())
         self._home = self.spec.home
+        self._process: subprocess.Popen[bytes] | None = None  # set when this object launched it
 
     @property
     def _pid_file(self) -> Path:
@@ -228,6 +229,7 @@ class LocalCluster:
                 start_new_session=True,  # detached: survives the CLI, no Ctrl-C from our terminal
                 cwd=self._home,
             )
+        self._process = process
         self._pid_file.write_text(str(process.pid))
         log.info("started name=%s pid=%s port=%s", self.spec.name, process.pid, self.spec.port)
 
@@ -237,7 +239,7 @@ class LocalCluster:
 
         deadline = time.monotonic() + timeout
         while True:
-            if not self.is_running():
+            if self._exited():
                 raise ClusterError(
                     f"cluster {self.spec.name}: the broker exited during start-up; "
                     f"last lines of {self.log_file}:\n{self._log_tail()}"
@@ -254,10 +256,19 @@ class LocalCluster:
                     ) from None
                 time.sleep(0.2)
 
-    def _log_tail(self, lines: int = 15) -> str:
+    def _exited(self) -> bool:
+        # Our own child: ask the OS (reading /proc while the JVM starts can race).
+        if self._process is not None:
+            return self._process.poll() is not None
+        return not self.is_running()
+
+    def _log_tail(self, lines: int = 10) -> str:
+        """The broker's ERROR lines (or its last lines), to explain a failed start."""
         for candidate in (self.log_file, self._home / "logs" / "kafka.out"):
             if candidate.exists() and candidate.stat().st_size:
-                return "\n".join(candidate.read_text(errors="replace").splitlines()[-lines:])
+                text = candidate.read_text(errors="replace").splitlines()
+                errors = [line for line in text if " ERROR " in line or " FATAL " in line]
+                return "\n".join((errors or text)[-lines:])
         return "(no log written)"
 
     def stop(self, timeout: float = SHUTDOWN_TIMEOUT_S) -> bool:

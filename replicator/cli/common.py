@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from replicator.config import CONFIG_ENV, Config, load_config
-from replicator.devenv import DEFAULT_HOME, HOME_ENV
+from replicator.devenv import DEFAULT_HOME, HOME_ENV, PORTS_ENV, parse_ports
 
 
 def add_config_arg(parser: argparse.ArgumentParser) -> None:
@@ -31,5 +31,11 @@ def add_home_arg(parser: argparse.ArgumentParser) -> None:
         "--home",
         type=Path,
         default=Path(os.environ.get(HOME_ENV) or DEFAULT_HOME),
-        help=f"folder of the local clusters' data and config (env {HOME_ENV}; default: {DEFAULT_HOME})",
+        help=f"folder of the local clusters' data and config (env {HOME_ENV}; default: {DEFAULT_HOME}); "
+        f"ports: env {PORTS_ENV}, default primary=19092,backup=29092",
     )
+
+
+def dev_ports() -> dict[str, int]:
+    """The local clusters' broker ports ($MIRRORFLOW_DEV_PORTS or 19092 and 29092)."""
+    return parse_ports(os.environ.get(PORTS_ENV))

@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from replicator.cli.common import add_home_arg
+from replicator.cli.common import add_home_arg, dev_ports
 from replicator.cli.output import as_json, say, table
 from replicator.config import CONFIG_ENV, load_config
 from replicator.demo import seed_demo_topics
@@ -54,7 +54,7 @@ def _print_status(statuses: list[ClusterStatus]) -> None:
 
 def up_cmd(args: argparse.Namespace) -> int:
     """Start both clusters and print where they are."""
-    statuses = dev_up(args.home, clean=args.clean, progress=say)
+    statuses = dev_up(args.home, dev_ports(), clean=args.clean, progress=say)
     _print_status(statuses)
     path = dev_config_path(args.home).resolve()
     say(f"\nconfig for these clusters: {path}\n  export {CONFIG_ENV}={path}")
@@ -63,7 +63,7 @@ def up_cmd(args: argparse.Namespace) -> int:
 
 def down_cmd(args: argparse.Namespace) -> int:
     """Stop both clusters."""
-    stopped = dev_down(args.home, clean=args.clean, progress=say)
+    stopped = dev_down(args.home, dev_ports(), clean=args.clean, progress=say)
     if not stopped:
         say("no local cluster was running")
     return 0
@@ -71,7 +71,7 @@ def down_cmd(args: argparse.Namespace) -> int:
 
 def status_cmd(args: argparse.Namespace) -> int:
     """Show both clusters; exit 1 when either is not running (for scripts)."""
-    statuses = dev_status(args.home)
+    statuses = dev_status(args.home, dev_ports())
     if args.json:
         print(as_json([dataclasses.asdict(s) for s in statuses]))
     else:
@@ -82,7 +82,8 @@ def status_cmd(args: argparse.Namespace) -> int:
 def demo_cmd(args: argparse.Namespace) -> int:
     """The local demo: clusters up, demo topics with records, state DB ready, status."""
     say("== 1/3 local clusters")
-    dev_up(args.home, progress=say)
+    ports = dev_ports()
+    dev_up(args.home, ports, progress=say)
     config = load_config(dev_config_path(args.home), {})
     say("== 2/3 demo topics on primary")
     seed_demo_topics(config.cluster("primary").client_properties(), progress=say)
@@ -95,7 +96,7 @@ def demo_cmd(args: argparse.Namespace) -> int:
         store.close()
     say(f"routes registered: {', '.join(routes)} ({config.state.url})")
     say("")
-    _print_status(dev_status(args.home))
+    _print_status(dev_status(args.home, ports))
     path = dev_config_path(args.home).resolve()
     say(f"\nconfig: {path}\nstop with: mirrorflow dev down --home {args.home}")
     return 0

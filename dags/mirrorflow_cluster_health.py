@@ -1,0 +1,51 @@
+"""Every 5 minutes: does each cluster of mirrorflow.yaml answer? Fails the run when one does not."""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import dag, task
+
+DOC = """
+### Cluster health
+Asks every cluster of `mirrorflow.yaml` (`MIRRORFLOW_CONFIG`) for its metadata:
+cluster id, broker count, topic count, answer time. The run fails, naming each
+unreachable cluster, so a dead cluster shows red here before replication lags.
+"""
+
+
+@dag(
+    dag_id="mirrorflow_cluster_health",
+    schedule="*/5 * * * *",
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    tags=["mirrorflow"],
+    doc_md=DOC,
+    default_args={"retries": 1, "retry_delay": pendulum.duration(seconds=30)},
+)
+def mirrorflow_cluster_health() -> None:
+    @task
+    def cluster_names() -> list[str]:
+        from replicator.config import load_config
+
+        return sorted(load_config().clusters)
+
+    @task
+    def check(name: str) -> dict[str, object]:
+        import dataclasses
+
+        from replicator.config import load_config
+        from replicator.control.health import check_cluster
+
+        return dataclasses.asdict(check_cluster(load_config(), name))
+
+    @task
+    def report(results: list[dict[str, object]]) -> None:
+        from replicator.control.health import ClusterHealth, require_healthy
+
+        require_healthy([ClusterHealth(**r) for r in results])  # type: ignore[arg-type]
+
+    report(check.expand(name=cluster_names()))
+
+
+mirrorflow_cluster_health()

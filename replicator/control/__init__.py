@@ -1,0 +1,1 @@
+"""Control-plane operations: the functions Airflow tasks and CLI commands call."""

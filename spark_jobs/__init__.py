@@ -1,0 +1,1 @@
+"""PySpark batch jobs (audits, backfills): pure DataFrame transforms plus a main(argv)."""

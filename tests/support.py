@@ -1,0 +1,48 @@
+"""Helpers of the test suite (no fixtures here: see conftest.py)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from replicator.localcluster import LocalCluster, LocalClusterSpec
+
+
+def _is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    """A loopback port that is free, and whose next port (the controller's) is free too."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        if port < 65535 and _is_free(port + 1):
+            return port
+    raise RuntimeError("no two consecutive free loopback ports found")
+
+
+def start_pair(home: Path, ports: Mapping[str, int], **options: object) -> list[LocalCluster]:
+    """Start one local cluster per name (in parallel) under ``home``; returns them running."""
+    clusters = [
+        LocalCluster(
+            LocalClusterSpec(name=name, home=home / name, port=port, controller_port=port + 1, **options)  # type: ignore[arg-type]
+        )
+        for name, port in ports.items()
+    ]
+    try:
+        with ThreadPoolExecutor(max_workers=len(clusters)) as pool:
+            list(pool.map(LocalCluster.start, clusters))
+    except BaseException:
+        for cluster in clusters:  # never leave a broker behind a failed start
+            cluster.stop()
+        raise
+    return clusters

@@ -1,0 +1,556 @@
+"""docker-compose.yml cannot be started here (no Docker engine): check it against the repo.
+
+Each check is a function that returns the disagreements it finds, one readable
+line each, so a failure says what to fix; the tests at the bottom run every
+check on a broken copy too, which proves that none of them passes vacuously.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import re
+import shlex
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pytest
+import yaml
+
+from replicator.cli.main import build_parser
+from replicator.config import CONFIG_ENV, Config, load_config
+from replicator.devenv import DEV_PORTS
+from replicator.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+COMPOSE_FILE = REPO / "docker-compose.yml"
+POM_FILE = REPO / "pom.xml"
+DOCKER_CONFIG = REPO / "docker" / "mirrorflow.yaml"
+# Where the Dockerfile copies the repo: a container path below it is a repo path.
+APP_DIR = PurePosixPath("/opt/mirrorflow")
+KAFKA_IMAGE = "apache/kafka"
+LOOPBACK_HOSTS = {"localhost", "127.0.0.1"}
+POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+
+Compose = dict[str, Any]
+Service = dict[str, Any]
+Check = Callable[[Compose, Path], list[str]]
+
+# Compose's own variable syntax: $$, ${NAME}, ${NAME:-default}, ${NAME-default}.
+_COMPOSE_VAR = re.compile(r"\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\})")
+
+
+# --- reading docker-compose.yml ------------------------------------------------
+
+
+def interpolate(node: Any, environ: Mapping[str, str]) -> Any:
+    """Apply compose's variable substitution to every string value, as `docker compose` does."""
+    if isinstance(node, dict):
+        return {key: interpolate(value, environ) for key, value in node.items()}
+    if isinstance(node, list):
+        return [interpolate(value, environ) for value in node]
+    if isinstance(node, str):
+        return _COMPOSE_VAR.sub(lambda m: _substitute(m, environ), node)
+    return node
+
+
+def _substitute(match: re.Match[str], environ: Mapping[str, str]) -> str:
+    escaped, name, operator, default = match.groups()
+    if escaped:
+        return "$"
+    value = environ.get(name)
+    if operator == ":-" and not value:
+        return default
+    if operator == "-" and value is None:
+        return default
+    return value or ""  # compose substitutes an unset variable by "" (with a warning)
+
+
+def load_compose(path: Path = COMPOSE_FILE) -> Compose:
+    """The compose file as `docker compose` sees it on a host that sets no variables.
+
+    An empty environment on purpose: the defaults in the file are what a new
+    user gets, so those are what must work.
+    """
+    return interpolate(yaml.safe_load(path.read_text(encoding="utf-8")), {})
+
+
+def services(compose: Compose) -> dict[str, Service]:
+    """The ``services`` section."""
+    return dict(compose.get("services") or {})
+
+
+def environment(service: Service) -> dict[str, str]:
+    """A service's environment, from either compose syntax (mapping or ``KEY=VALUE`` list)."""
+    raw = service.get("environment") or {}
+    if isinstance(raw, list):
+        raw = dict(item.split("=", 1) if "=" in item else (item, None) for item in raw)
+    # A key without a value is passed through from the host: not set by compose itself.
+    return {str(k): _as_text(v) for k, v in raw.items() if v is not None}
+
+
+def _as_text(value: object) -> str:
+    """An environment value as the container sees it (YAML booleans as compose writes them)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def argvs(service: Service) -> Iterator[list[str]]:
+    """Every command line of a service: entrypoint, command and healthcheck."""
+    for key in ("entrypoint", "command"):
+        value = service.get(key)
+        if value:
+            yield [str(v) for v in value] if isinstance(value, list) else shlex.split(value)
+    test = (service.get("healthcheck") or {}).get("test")
+    if isinstance(test, list) and test and test[0] == "CMD":
+        yield [str(v) for v in test[1:]]
+    elif isinstance(test, list) and test and test[0] == "CMD-SHELL":
+        yield shlex.split(test[1])
+    elif isinstance(test, str):
+        yield shlex.split(test)
+
+
+def mirrorflow_argvs(compose: Compose) -> list[tuple[str, list[str]]]:
+    """``(service, arguments)`` of every ``mirrorflow ...`` command line in the file."""
+    return [
+        (name, argv[1:])
+        for name, service in services(compose).items()
+        for argv in argvs(service)
+        if argv and PurePosixPath(argv[0]).name == "mirrorflow"
+    ]
+
+
+def _volume_source_target(volume: str | Mapping[str, Any]) -> tuple[str, str, str]:
+    """``(type, source, target)`` of a volume entry in short or long syntax."""
+    if isinstance(volume, Mapping):
+        return str(volume.get("type", "volume")), str(volume.get("source", "")), str(volume["target"])
+    source, _, rest = volume.partition(":")
+    target = rest.split(":")[0] if rest else source
+    if not rest:
+        return "volume", "", target  # anonymous volume
+    # Compose's rule: a source that looks like a path is a bind mount, else a named volume.
+    kind = "bind" if source.startswith((".", "/", "~")) else "volume"
+    return kind, source, target
+
+
+def bind_mounts(service: Service) -> list[tuple[str, PurePosixPath]]:
+    """``(host source, container target)`` of the service's bind mounts."""
+    mounts = []
+    for volume in service.get("volumes") or []:
+        kind, source, target = _volume_source_target(volume)
+        if kind == "bind":
+            mounts.append((source, PurePosixPath(target)))
+    return mounts
+
+
+def named_volumes(service: Service) -> list[str]:
+    """The named volumes a service mounts."""
+    names = []
+    for volume in service.get("volumes") or []:
+        kind, source, _ = _volume_source_target(volume)
+        if kind == "volume" and source:
+            names.append(source)
+    return names
+
+
+def published_ports(service: Service) -> list[tuple[int | None, int]]:
+    """``(host port, container port)`` pairs; the host port is None when Docker picks one."""
+    pairs: list[tuple[int | None, int]] = []
+    for entry in service.get("ports") or []:
+        if isinstance(entry, Mapping):
+            published = entry.get("published")
+            pairs.append((int(published) if published else None, int(entry["target"])))
+            continue
+        parts = str(entry).split("/")[0].split(":")
+        host = parts[-2] if len(parts) >= 2 else None
+        pairs.append((int(host) if host else None, int(parts[-1])))
+    return pairs
+
+
+def listeners(service: Service, key: str) -> dict[str, tuple[str, int]]:
+    """A Kafka listener list (``NAME://host:port,...``) from the service's environment."""
+    found = {}
+    for item in filter(None, environment(service).get(key, "").split(",")):
+        name, _, address = item.strip().partition("://")
+        host, _, port = address.rpartition(":")
+        found[name] = (host, int(port))
+    return found
+
+
+def image_repo_and_tag(image: str) -> tuple[str, str]:
+    """``apache/kafka:4.1.2`` -> ``("apache/kafka", "4.1.2")``; the tag is "latest" when absent."""
+    repo, _, tag = image.rpartition(":")
+    if not repo or "/" in tag:  # no tag; the colon belonged to a registry port
+        return image, "latest"
+    return repo, tag
+
+
+def kafka_services(compose: Compose) -> dict[str, Service]:
+    """The services that run the Kafka image."""
+    return {
+        name: service
+        for name, service in services(compose).items()
+        if image_repo_and_tag(str(service.get("image", "")))[0] == KAFKA_IMAGE
+    }
+
+
+def pom_kafka_version(pom: Path = POM_FILE) -> str:
+    """``kafka.version`` of pom.xml: the one place the Kafka version is pinned."""
+    version = ET.parse(pom).getroot().findtext("m:properties/m:kafka.version", namespaces=POM_NS)
+    assert version, f"{pom.name}: no <kafka.version> property"
+    return version.strip()
+
+
+# --- configs the services load ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConfigRef:
+    """One service's reference to a mirrorflow config, resolved to a repo file."""
+
+    service: str
+    container_path: PurePosixPath
+    host_path: Path | None  # None: the path is neither mounted nor part of the image's copy
+    environ: Mapping[str, str]
+
+
+def container_to_host(service: Service, path: PurePosixPath, repo: Path) -> Path | None:
+    """The repo file a container path shows: via a bind mount, else via the image's copy."""
+    for source, target in sorted(bind_mounts(service), key=lambda m: len(m[1].parts), reverse=True):
+        if path == target or target in path.parents:
+            return repo / source / path.relative_to(target)
+    if service.get("build") and (path == APP_DIR or APP_DIR in path.parents):
+        return repo / path.relative_to(APP_DIR)
+    return None
+
+
+def config_paths(service: Service) -> set[PurePosixPath]:
+    """The config files a service names: ``--config`` arguments and $MIRRORFLOW_CONFIG."""
+    paths = set()
+    for argv in argvs(service):
+        if argv and PurePosixPath(argv[0]).name == "mirrorflow":
+            paths.update(_config_args(argv))
+    if CONFIG_ENV in environment(service):
+        paths.add(PurePosixPath(environment(service)[CONFIG_ENV]))
+    return paths
+
+
+def _config_args(argv: list[str]) -> Iterator[PurePosixPath]:
+    for index, arg in enumerate(argv):
+        if arg == "--config" and index + 1 < len(argv):
+            yield PurePosixPath(argv[index + 1])
+        elif arg.startswith("--config="):
+            yield PurePosixPath(arg.partition("=")[2])
+
+
+def config_refs(compose: Compose, repo: Path) -> list[ConfigRef]:
+    """Every (service, config file) pair of the compose file."""
+    return [
+        ConfigRef(name, path, container_to_host(service, path, repo), environment(service))
+        for name, service in services(compose).items()
+        for path in sorted(config_paths(service))
+    ]
+
+
+def load_ref(ref: ConfigRef) -> Config:
+    """Load a referenced config exactly as the service would: its file, its environment."""
+    if ref.host_path is None:
+        raise ConfigError(f"{ref.container_path} is neither bind-mounted nor below {APP_DIR}")
+    return load_config(ref.host_path, ref.environ)
+
+
+# --- the checks -------------------------------------------------------------------
+
+
+def image_problems(compose: Compose, repo: Path) -> list[str]:
+    """Each service has an image, or a build whose context and Dockerfile exist."""
+    problems = []
+    for name, service in services(compose).items():
+        build = service.get("build")
+        if not build:
+            if not service.get("image"):
+                problems.append(f"service {name}: neither image nor build")
+            continue
+        context = build if isinstance(build, str) else build.get("context", ".")
+        dockerfile = "Dockerfile" if isinstance(build, str) else build.get("dockerfile", "Dockerfile")
+        if not (repo / context).is_dir():
+            problems.append(f"service {name}: build context {context!r} is not a folder of the repo")
+        elif not (repo / context / dockerfile).is_file():
+            problems.append(f"service {name}: build context {context!r} has no {dockerfile!r}")
+    return problems
+
+
+def mount_problems(compose: Compose, repo: Path) -> list[str]:
+    """Each bind-mounted host path exists inside the repo; each named volume is declared."""
+    problems = []
+    declared = set(compose.get("volumes") or {})
+    for name, service in services(compose).items():
+        for source, target in bind_mounts(service):
+            host = (repo / source).resolve()
+            if not host.is_relative_to(repo):
+                problems.append(f"service {name}: mount {source} -> {target} leaves the repo")
+            elif not host.exists():
+                problems.append(f"service {name}: mount {source} -> {target}: {source} does not exist")
+        for volume in named_volumes(service):
+            if volume not in declared:
+                problems.append(f"service {name}: volume {volume!r} is not declared under volumes:")
+    return problems
+
+
+def command_problems(compose: Compose, repo: Path) -> list[str]:
+    """Each ``mirrorflow ...`` command line parses with the real CLI parser."""
+    problems = []
+    for name, args in mirrorflow_argvs(compose):
+        stderr = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+                build_parser().parse_args(args)
+        except SystemExit:
+            why = stderr.getvalue().strip() or "exits instead of running"
+            problems.append(f"service {name}: `mirrorflow {shlex.join(args)}`: {why}")
+    return problems
+
+
+def config_problems(compose: Compose, repo: Path) -> list[str]:
+    """Each config a service names loads, with that service's own environment."""
+    problems = []
+    for ref in config_refs(compose, repo):
+        try:
+            load_ref(ref)
+        except ConfigError as exc:
+            problems.append(f"service {ref.service}: config {ref.container_path}: {exc}")
+    return problems
+
+
+def kafka_version_problems(compose: Compose, repo: Path) -> list[str]:
+    """Each Kafka image tag equals pom.xml's kafka.version (the jars `dev up` runs)."""
+    expected = pom_kafka_version(repo / POM_FILE.name)
+    return [
+        f"service {name}: image {service['image']} but pom.xml kafka.version is {expected}"
+        for name, service in kafka_services(compose).items()
+        if image_repo_and_tag(service["image"])[1] != expected
+    ]
+
+
+def dev_port_problems(compose: Compose, repo: Path) -> list[str]:
+    """primary/backup publish and advertise the host ports of `mirrorflow dev up`."""
+    problems = []
+    kafka = kafka_services(compose)
+    for name, port in DEV_PORTS.items():
+        if name not in kafka:
+            problems.append(f"service {name}: missing or not on the {KAFKA_IMAGE} image")
+            continue
+        problems += _host_listener_problems(name, kafka[name], port)
+    return problems
+
+
+def _host_listener_problems(name: str, service: Service, port: int) -> list[str]:
+    """One cluster: published host port, advertised loopback listener, bound port agree."""
+    published = published_ports(service)
+    host_ports = sorted(h for h, _ in published if h is not None)
+    if host_ports != [port]:
+        return [f"service {name}: publishes host ports {host_ports}, DEV_PORTS says {port}"]
+    advertised = listeners(service, "KAFKA_ADVERTISED_LISTENERS")
+    on_host = {ln: addr for ln, addr in advertised.items() if addr[0] in LOOPBACK_HOSTS}
+    if [addr[1] for addr in on_host.values()] != [port]:
+        shown = {ln: f"{h}:{p}" for ln, (h, p) in on_host.items()}
+        return [f"service {name}: advertised host listeners {shown}, DEV_PORTS says localhost:{port}"]
+    listener = next(iter(on_host))
+    bound = listeners(service, "KAFKA_LISTENERS").get(listener)
+    container_port = dict(published)[port]
+    if bound is None or bound[1] != container_port:
+        return [
+            f"service {name}: host port {port} goes to container port {container_port}, "
+            f"but listener {listener} binds {bound[1] if bound else 'nothing'}"
+        ]
+    return []
+
+
+def bootstrap_problems(compose: Compose, repo: Path) -> list[str]:
+    """Each cluster of each loaded config is a compose service's advertised, bound listener."""
+    problems = []
+    for ref in config_refs(compose, repo):
+        try:
+            config = load_ref(ref)
+        except ConfigError:
+            continue  # config_problems reports it
+        for cluster in config.clusters.values():
+            for server in cluster.bootstrap_servers.split(","):
+                where = f"{ref.container_path} cluster {cluster.name} ({server.strip()})"
+                problems += _server_problems(compose, where, server.strip())
+    return problems
+
+
+def _server_problems(compose: Compose, where: str, server: str) -> list[str]:
+    host, _, port_text = server.rpartition(":")
+    by_host = {s.get("hostname", n): n for n, s in services(compose).items()} | {
+        n: n for n in services(compose)
+    }
+    if host not in by_host:
+        return [f"{where}: {host!r} is no compose service (services: {', '.join(services(compose))})"]
+    service = services(compose)[by_host[host]]
+    advertised = listeners(service, "KAFKA_ADVERTISED_LISTENERS")
+    matching = [ln for ln, addr in advertised.items() if addr == (host, int(port_text))]
+    if not matching:
+        shown = ", ".join(f"{h}:{p}" for h, p in advertised.values()) or "none"
+        return [f"{where}: not an advertised listener of service {by_host[host]} (advertised: {shown})"]
+    bound = listeners(service, "KAFKA_LISTENERS").get(matching[0])
+    if bound is None or bound[1] != int(port_text):
+        return [f"{where}: service {by_host[host]} advertises port {port_text} but binds {bound}"]
+    return []
+
+
+# --- tests on the real file --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def compose() -> Compose:
+    """The parsed compose file (parsed once: every test only reads it)."""
+    return load_compose()
+
+
+def test_every_service_has_an_image_or_a_buildable_context(compose: Compose) -> None:
+    problems = image_problems(compose, REPO)
+    assert not problems, "\n".join(problems)
+
+
+def test_bind_mounts_exist_in_the_repo(compose: Compose) -> None:
+    assert any(bind_mounts(s) for s in services(compose).values()), "no bind mount found at all"
+    problems = mount_problems(compose, REPO)
+    assert not problems, "\n".join(problems)
+
+
+def test_mirrorflow_commands_parse(compose: Compose) -> None:
+    assert mirrorflow_argvs(compose), "no `mirrorflow ...` command in any service"
+    problems = command_problems(compose, REPO)
+    assert not problems, "\n".join(problems)
+
+
+def test_referenced_configs_load_with_the_service_environment(compose: Compose) -> None:
+    loaded = {ref.host_path for ref in config_refs(compose, REPO)}
+    assert DOCKER_CONFIG in loaded, f"no service loads {DOCKER_CONFIG.relative_to(REPO)}"
+    problems = config_problems(compose, REPO)
+    assert not problems, "\n".join(problems)
+
+
+def test_kafka_image_matches_pom(compose: Compose) -> None:
+    assert kafka_services(compose), f"no service runs {KAFKA_IMAGE}"
+    problems = kafka_version_problems(compose, REPO)
+    assert not problems, "\n".join(problems)
+
+
+def test_clusters_use_the_dev_ports_on_the_host(compose: Compose) -> None:
+    problems = dev_port_problems(compose, REPO)
+    assert not problems, "\n".join(problems)
+
+
+def test_config_clusters_are_compose_listeners(compose: Compose) -> None:
+    problems = bootstrap_problems(compose, REPO)
+    assert not problems, "\n".join(problems)
+
+
+def test_dockerfile_copies_the_repo_where_the_paths_assume() -> None:
+    # container_to_host maps /opt/mirrorflow/... to the repo; only true if the image copies it there.
+    copies = re.findall(r"(?m)^COPY\s+(?:--\S+\s+)*\.\s+(\S+?)/?\s*$", (REPO / "Dockerfile").read_text())
+    assert str(APP_DIR) in copies, f"Dockerfile copies the repo to {copies}, tests assume {APP_DIR}"
+
+
+# --- each check catches a broken copy ------------------------------------------------
+
+
+def _set(path: str, value: Any) -> Callable[[Compose], None]:
+    """A mutation: set the value at a dotted path (``services.primary.image``) of the copy."""
+
+    def mutate(doc: Compose) -> None:
+        *parents, last = path.split(".")
+        node = doc
+        for key in parents:
+            node = node[key]
+        node[last] = value
+
+    return mutate
+
+
+def _delete(path: str) -> Callable[[Compose], None]:
+    """A mutation: delete the key at a dotted path of the copy."""
+
+    def mutate(doc: Compose) -> None:
+        *parents, last = path.split(".")
+        node = doc
+        for key in parents:
+            node = node[key]
+        del node[last]
+
+    return mutate
+
+
+BROKEN: list[tuple[str, Check, Callable[[Compose], None], str]] = [
+    ("no-image", image_problems, _delete("services.postgres.image"), "neither image nor build"),
+    ("bad-context", image_problems, _set("services.airflow.build", "nowhere"), "not a folder"),
+    ("bad-mount", mount_problems, _set("services.airflow.volumes", ["./nowhere:/x"]), "does not exist"),
+    (
+        "undeclared-volume",
+        mount_problems,
+        _set("services.postgres.volumes", ["pgdata:/var/lib/postgresql/data"]),
+        "not declared",
+    ),
+    (
+        "bad-command",
+        command_problems,
+        _set("services.mirrorflow-init.command", "mirrorflow db upgrad"),
+        "invalid choice",
+    ),
+    (
+        "missing-env",
+        config_problems,
+        _delete("services.airflow.environment.MIRRORFLOW_PG_PASSWORD"),
+        "MIRRORFLOW_PG_PASSWORD is not set",
+    ),
+    (
+        "config-not-in-image",
+        config_problems,
+        _set("services.airflow.environment.MIRRORFLOW_CONFIG", "/etc/mirrorflow.yaml"),
+        "neither bind-mounted",
+    ),
+    ("kafka-version", kafka_version_problems, _set("services.backup.image", "apache/kafka:3.9.0"), "3.9.0"),
+    ("host-port", dev_port_problems, _set("services.primary.ports", ["19093:19092"]), "[19093]"),
+    (
+        "advertised-port",
+        dev_port_problems,
+        _set(
+            "services.backup.environment.KAFKA_ADVERTISED_LISTENERS",
+            "INTERNAL://backup:9092,HOST://localhost:29093",
+        ),
+        "localhost:29093",
+    ),
+    (
+        "bound-port",
+        dev_port_problems,
+        _set("services.primary.environment.KAFKA_LISTENERS", "INTERNAL://:9092,CONTROLLER://:9093,HOST://:9094"),
+        "binds 9094",
+    ),
+    ("renamed-service", bootstrap_problems, lambda d: d["services"].update(kafka1=d["services"].pop("primary")), "no compose service"),
+    (
+        "internal-port",
+        bootstrap_problems,
+        _set(
+            "services.backup.environment.KAFKA_ADVERTISED_LISTENERS",
+            "INTERNAL://backup:9095,HOST://localhost:29092",
+        ),
+        "not an advertised listener",
+    ),
+]
+
+
+@pytest.mark.parametrize(("check", "mutate", "expected"), [b[1:] for b in BROKEN], ids=[b[0] for b in BROKEN])
+def test_check_reports_a_broken_copy(
+    compose: Compose, check: Check, mutate: Callable[[Compose], None], expected: str
+) -> None:
+    assert not check(compose, REPO), "precondition: the real file passes this check"
+    broken = copy.deepcopy(compose)
+    mutate(broken)
+    problems = check(broken, REPO)
+    assert any(expected in p for p in problems), f"expected a problem with {expected!r}, got {problems}"

@@ -1,0 +1,107 @@
+"""mirrorflow.yaml: what loads, and the one-line message every bad config gets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replicator.config import MappingPolicy, load_config, parse_config
+from replicator.errors import ConfigError
+
+GOOD = """\
+clusters:
+  primary: {bootstrap.servers: "127.0.0.1:19092"}
+  backup:  {bootstrap.servers: "127.0.0.1:29092", security.protocol: SASL_SSL, sasl.password: "${PW}"}
+routes:
+  - name: primary-to-backup
+    source: primary
+    target: backup
+    topics: ["orders", "payments\\\\..*"]
+    exclude: ["__.*", ".*\\\\.internal"]
+    policy: prefix
+    guarantee: at-least-once
+    consumer: {}
+    producer: {linger.ms: 5, enable.idempotence: true}
+state: {url: "sqlite:///.mirrorflow/state.db"}
+"""
+ENV = {"PW": "hunter2"}
+
+
+def test_design_example_loads_into_typed_objects() -> None:
+    config = parse_config(GOOD, environ=ENV)
+    route = config.route("primary-to-backup")
+    assert (route.source, route.target, route.policy, route.separator) == ("primary", "backup", "prefix", ".")
+    assert route.topics == ("orders", r"payments\..*")
+    assert route.producer == {"linger.ms": "5", "enable.idempotence": "true"}
+    assert config.cluster("backup").client_properties()["sasl.password"] == "hunter2"
+    assert config.state.url == "sqlite:///.mirrorflow/state.db"
+
+
+def test_mapping_policy_and_defaults() -> None:
+    text = GOOD.replace("policy: prefix", "policy: {mapping: {orders: orders-dr}}")
+    route = parse_config(text, environ=ENV).routes[0]
+    assert route.policy == MappingPolicy(mapping={"orders": "orders-dr"})
+    minimal = parse_config('clusters: {a: {bootstrap.servers: "h:1"}}')
+    assert minimal.routes == () and minimal.state.url.startswith("sqlite:///")
+
+
+def test_config_objects_are_frozen() -> None:
+    config = parse_config(GOOD, environ=ENV)
+    with pytest.raises(Exception):
+        config.routes[0].name = "other"  # type: ignore[misc]
+
+
+def test_secrets_are_masked_in_redacted_view() -> None:
+    shown = parse_config(GOOD, environ=ENV).cluster("backup").redacted()
+    assert shown["sasl.password"] == "********" and "hunter2" not in str(shown)
+    assert shown["security.protocol"] == "SASL_SSL"
+
+
+BAD = [
+    ("unknown cluster", GOOD.replace("target: backup", "target: dr"),
+     "routes[0].target: unknown cluster 'dr' (known: backup, primary)"),
+    ("duplicate route",
+     GOOD.replace("routes:\n", "routes:\n  - {name: primary-to-backup, source: primary, target: backup, topics: [x]}\n"),
+     "routes[1].name: duplicate route name 'primary-to-backup'"),
+    ("invalid regex", GOOD.replace('"orders"', '"ord(ers"'), "routes[0].topics[0]: invalid regex 'ord(ers'"),
+    ("invalid exclude regex", GOOD.replace('"__.*"', '"*x"'), "routes[0].exclude[0]: invalid regex '*x'"),
+    ("missing bootstrap", GOOD.replace('{bootstrap.servers: "127.0.0.1:19092"}', "{client.id: x}"),
+     "clusters.primary: missing required key 'bootstrap.servers'"),
+    ("unknown policy", GOOD.replace("policy: prefix", "policy: mirror"), "routes[0].policy: unknown policy 'mirror'"),
+    ("yaml syntax", GOOD.replace("routes:", "routes: [\n"), "mirrorflow.yaml:6:3: YAML syntax error"),
+    ("unknown key", GOOD.replace("policy: prefix", "polcy: prefix"), "routes[0].polcy: unknown key"),
+    ("missing source", GOOD.replace("    source: primary\n", ""), "routes[0].source: missing required key"),
+    ("unset env var", GOOD, "clusters.backup.sasl.password: environment variable PW is not set"),
+    ("identity onto itself",
+     GOOD.replace("target: backup", "target: primary").replace("policy: prefix", "policy: identity"),
+     "routes[0].policy: identity would replicate 'primary' onto itself"),
+    ("no clusters", "routes: []", "clusters: missing required key"),
+    ("not a mapping", "- a\n", "must be a YAML mapping"),
+    ("nested property value", GOOD.replace("linger.ms: 5", "linger.ms: [5]"),
+     "routes[0].producer.linger.ms: must be a string, number or boolean"),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "expected"), BAD, ids=[case for case, _, _ in BAD])
+def test_bad_config_names_key_path_and_problem(case: str, text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, environ={} if case == "unset env var" else ENV)
+    message = str(caught.value)
+    assert expected in message
+    assert "Traceback" not in message and "hunter2" not in message
+    assert caught.value.exit_code == 2
+
+
+def test_missing_file_and_unknown_route(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found: .*nope.yaml"):
+        load_config(tmp_path / "nope.yaml", {})
+    (tmp_path / "m.yaml").write_text(GOOD)
+    with pytest.raises(ConfigError, match="unknown route 'x' \\(known: primary-to-backup\\)"):
+        load_config(tmp_path / "m.yaml", ENV).route("x")
+
+
+def test_config_path_comes_from_environment_when_not_given(tmp_path: Path) -> None:
+    (tmp_path / "m.yaml").write_text(GOOD)
+    config = load_config(None, {"MIRRORFLOW_CONFIG": str(tmp_path / "m.yaml"), **ENV})
+    assert [r.name for r in config.routes] == ["primary-to-backup"]
