@@ -12,9 +12,8 @@ RUN apt-get update \
 
 COPY . /opt/mirrorflow
 # Editable: replicator.paths finds sql/, dags/ and spark_jobs/ next to the
-# package, so it must run from this checkout, not from site-packages. psycopg:
-# the compose stack keeps its state in PostgreSQL, and pyproject.toml has it
-# only in the `dev` extra (same range as there).
-RUN pip install --no-cache-dir -e /opt/mirrorflow "psycopg[binary]>=3.2,<4"
+# package, so it must run from this checkout, not from site-packages. The
+# `postgres` extra: the compose stack keeps its state in PostgreSQL.
+RUN pip install --no-cache-dir -e "/opt/mirrorflow[postgres]"
 
 WORKDIR /opt/mirrorflow

@@ -6,8 +6,6 @@ import argparse
 from typing import Any
 
 from replicator.cli.common import add_config_arg, config_of
-from replicator.state.repository import register_routes
-from replicator.state.store import StateStore, current_revision
 
 
 def register(commands: Any) -> None:
@@ -23,6 +21,9 @@ def register(commands: Any) -> None:
 
 def upgrade_db(args: argparse.Namespace) -> int:
     """Migrate (StateStore does it on open) and upsert the routes."""
+    from replicator.state.repository import register_routes  # SQLAlchemy: only when needed
+    from replicator.state.store import StateStore, current_revision
+
     config = config_of(args)
     store = StateStore(config.state.url)
     try:

@@ -12,8 +12,6 @@ from replicator.config import CONFIG_ENV, load_config
 from replicator.demo import seed_demo_topics
 from replicator.devenv import dev_config_path, dev_down, dev_status, dev_up
 from replicator.localcluster import ClusterStatus
-from replicator.state.repository import register_routes
-from replicator.state.store import StateStore
 
 
 def register(commands: Any) -> None:
@@ -88,6 +86,9 @@ def demo_cmd(args: argparse.Namespace) -> int:
     say("== 2/3 demo topics on primary")
     seed_demo_topics(config.cluster("primary").client_properties(), progress=say)
     say("== 3/3 state database")
+    from replicator.state.repository import register_routes  # SQLAlchemy: only when needed
+    from replicator.state.store import StateStore
+
     store = StateStore(config.state.url)
     try:
         with store.session() as session:

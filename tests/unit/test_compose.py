@@ -1,8 +1,8 @@
 """docker-compose.yml cannot be started here (no Docker engine): check it against the repo.
 
 Each check is a function that returns the disagreements it finds, one readable
-line each, so a failure says what to fix; the tests at the bottom run every
-check on a broken copy too, which proves that none of them passes vacuously.
+line each, so a failure says what to fix. The last test runs every check on a
+broken copy of the file too, which proves that none of them passes vacuously.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from replicator.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker-compose.yml"
-POM_FILE = REPO / "pom.xml"
 DOCKER_CONFIG = REPO / "docker" / "mirrorflow.yaml"
 # Where the Dockerfile copies the repo: a container path below it is a repo path.
 APP_DIR = PurePosixPath("/opt/mirrorflow")
@@ -39,12 +38,13 @@ POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 Compose = dict[str, Any]
 Service = dict[str, Any]
 Check = Callable[[Compose, Path], list[str]]
+Mutation = Callable[[Compose], None]
 
 # Compose's own variable syntax: $$, ${NAME}, ${NAME:-default}, ${NAME-default}.
 _COMPOSE_VAR = re.compile(r"\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\})")
 
 
-# --- reading docker-compose.yml ------------------------------------------------
+# --- reading docker-compose.yml ---------------------------------------------------
 
 
 def interpolate(node: Any, environ: Mapping[str, str]) -> Any:
@@ -64,9 +64,9 @@ def _substitute(match: re.Match[str], environ: Mapping[str, str]) -> str:
         return "$"
     value = environ.get(name)
     if operator == ":-" and not value:
-        return default
+        return str(default)
     if operator == "-" and value is None:
-        return default
+        return str(default)
     return value or ""  # compose substitutes an unset variable by "" (with a warning)
 
 
@@ -76,7 +76,7 @@ def load_compose(path: Path = COMPOSE_FILE) -> Compose:
     An empty environment on purpose: the defaults in the file are what a new
     user gets, so those are what must work.
     """
-    return interpolate(yaml.safe_load(path.read_text(encoding="utf-8")), {})
+    return dict(interpolate(yaml.safe_load(path.read_text(encoding="utf-8")), {}))
 
 
 def services(compose: Compose) -> dict[str, Service]:
@@ -113,47 +113,43 @@ def argvs(service: Service) -> Iterator[list[str]]:
         yield shlex.split(test)
 
 
+def is_mirrorflow(argv: list[str]) -> bool:
+    """True for a ``mirrorflow ...`` command line."""
+    return bool(argv) and PurePosixPath(argv[0]).name == "mirrorflow"
+
+
 def mirrorflow_argvs(compose: Compose) -> list[tuple[str, list[str]]]:
     """``(service, arguments)`` of every ``mirrorflow ...`` command line in the file."""
     return [
         (name, argv[1:])
         for name, service in services(compose).items()
         for argv in argvs(service)
-        if argv and PurePosixPath(argv[0]).name == "mirrorflow"
+        if is_mirrorflow(argv)
     ]
 
 
-def _volume_source_target(volume: str | Mapping[str, Any]) -> tuple[str, str, str]:
+def _volume(volume: str | Mapping[str, Any]) -> tuple[str, str, str]:
     """``(type, source, target)`` of a volume entry in short or long syntax."""
     if isinstance(volume, Mapping):
-        return str(volume.get("type", "volume")), str(volume.get("source", "")), str(volume["target"])
+        return str(volume.get("type", "volume")), str(volume.get("source", "")), volume["target"]
     source, _, rest = volume.partition(":")
-    target = rest.split(":")[0] if rest else source
     if not rest:
-        return "volume", "", target  # anonymous volume
+        return "volume", "", source  # anonymous volume: only a container path
     # Compose's rule: a source that looks like a path is a bind mount, else a named volume.
     kind = "bind" if source.startswith((".", "/", "~")) else "volume"
-    return kind, source, target
+    return kind, source, rest.split(":")[0]
 
 
 def bind_mounts(service: Service) -> list[tuple[str, PurePosixPath]]:
     """``(host source, container target)`` of the service's bind mounts."""
-    mounts = []
-    for volume in service.get("volumes") or []:
-        kind, source, target = _volume_source_target(volume)
-        if kind == "bind":
-            mounts.append((source, PurePosixPath(target)))
-    return mounts
+    mounts = (_volume(v) for v in service.get("volumes") or [])
+    return [(source, PurePosixPath(target)) for kind, source, target in mounts if kind == "bind"]
 
 
 def named_volumes(service: Service) -> list[str]:
     """The named volumes a service mounts."""
-    names = []
-    for volume in service.get("volumes") or []:
-        kind, source, _ = _volume_source_target(volume)
-        if kind == "volume" and source:
-            names.append(source)
-    return names
+    mounts = (_volume(v) for v in service.get("volumes") or [])
+    return [source for kind, source, _ in mounts if kind == "volume" and source]
 
 
 def published_ports(service: Service) -> list[tuple[int | None, int]]:
@@ -164,6 +160,7 @@ def published_ports(service: Service) -> list[tuple[int | None, int]]:
             published = entry.get("published")
             pairs.append((int(published) if published else None, int(entry["target"])))
             continue
+        # [ip:][host:]container[/protocol]
         parts = str(entry).split("/")[0].split(":")
         host = parts[-2] if len(parts) >= 2 else None
         pairs.append((int(host) if host else None, int(parts[-1])))
@@ -183,7 +180,7 @@ def listeners(service: Service, key: str) -> dict[str, tuple[str, int]]:
 def image_repo_and_tag(image: str) -> tuple[str, str]:
     """``apache/kafka:4.1.2`` -> ``("apache/kafka", "4.1.2")``; the tag is "latest" when absent."""
     repo, _, tag = image.rpartition(":")
-    if not repo or "/" in tag:  # no tag; the colon belonged to a registry port
+    if not repo or "/" in tag:  # no tag: that colon belonged to a registry's port
         return image, "latest"
     return repo, tag
 
@@ -197,14 +194,15 @@ def kafka_services(compose: Compose) -> dict[str, Service]:
     }
 
 
-def pom_kafka_version(pom: Path = POM_FILE) -> str:
+def pom_kafka_version(repo: Path) -> str:
     """``kafka.version`` of pom.xml: the one place the Kafka version is pinned."""
-    version = ET.parse(pom).getroot().findtext("m:properties/m:kafka.version", namespaces=POM_NS)
-    assert version, f"{pom.name}: no <kafka.version> property"
+    root = ET.parse(repo / "pom.xml").getroot()
+    version = root.findtext("m:properties/m:kafka.version", namespaces=POM_NS)
+    assert version, "pom.xml has no <kafka.version> property"
     return version.strip()
 
 
-# --- configs the services load ---------------------------------------------------
+# --- the configs the services load ------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -213,13 +211,13 @@ class ConfigRef:
 
     service: str
     container_path: PurePosixPath
-    host_path: Path | None  # None: the path is neither mounted nor part of the image's copy
+    host_path: Path | None  # None: neither mounted nor part of the image's copy of the repo
     environ: Mapping[str, str]
 
 
 def container_to_host(service: Service, path: PurePosixPath, repo: Path) -> Path | None:
     """The repo file a container path shows: via a bind mount, else via the image's copy."""
-    for source, target in sorted(bind_mounts(service), key=lambda m: len(m[1].parts), reverse=True):
+    for source, target in sorted(bind_mounts(service), key=lambda m: -len(m[1].parts)):
         if path == target or target in path.parents:
             return repo / source / path.relative_to(target)
     if service.get("build") and (path == APP_DIR or APP_DIR in path.parents):
@@ -229,10 +227,7 @@ def container_to_host(service: Service, path: PurePosixPath, repo: Path) -> Path
 
 def config_paths(service: Service) -> set[PurePosixPath]:
     """The config files a service names: ``--config`` arguments and $MIRRORFLOW_CONFIG."""
-    paths = set()
-    for argv in argvs(service):
-        if argv and PurePosixPath(argv[0]).name == "mirrorflow":
-            paths.update(_config_args(argv))
+    paths = {p for argv in argvs(service) if is_mirrorflow(argv) for p in _config_args(argv)}
     if CONFIG_ENV in environment(service):
         paths.add(PurePosixPath(environment(service)[CONFIG_ENV]))
     return paths
@@ -256,13 +251,13 @@ def config_refs(compose: Compose, repo: Path) -> list[ConfigRef]:
 
 
 def load_ref(ref: ConfigRef) -> Config:
-    """Load a referenced config exactly as the service would: its file, its environment."""
+    """Load a referenced config as the service would: that file, that service's environment."""
     if ref.host_path is None:
         raise ConfigError(f"{ref.container_path} is neither bind-mounted nor below {APP_DIR}")
     return load_config(ref.host_path, ref.environ)
 
 
-# --- the checks -------------------------------------------------------------------
+# --- the checks -----------------------------------------------------------------------
 
 
 def image_problems(compose: Compose, repo: Path) -> list[str]:
@@ -274,10 +269,10 @@ def image_problems(compose: Compose, repo: Path) -> list[str]:
             if not service.get("image"):
                 problems.append(f"service {name}: neither image nor build")
             continue
-        context = build if isinstance(build, str) else build.get("context", ".")
-        dockerfile = "Dockerfile" if isinstance(build, str) else build.get("dockerfile", "Dockerfile")
+        spec = {"context": build} if isinstance(build, str) else build
+        context, dockerfile = spec.get("context", "."), spec.get("dockerfile", "Dockerfile")
         if not (repo / context).is_dir():
-            problems.append(f"service {name}: build context {context!r} is not a folder of the repo")
+            problems.append(f"service {name}: build context {context!r} is not a repo folder")
         elif not (repo / context / dockerfile).is_file():
             problems.append(f"service {name}: build context {context!r} has no {dockerfile!r}")
     return problems
@@ -293,10 +288,10 @@ def mount_problems(compose: Compose, repo: Path) -> list[str]:
             if not host.is_relative_to(repo):
                 problems.append(f"service {name}: mount {source} -> {target} leaves the repo")
             elif not host.exists():
-                problems.append(f"service {name}: mount {source} -> {target}: {source} does not exist")
+                problems.append(f"service {name}: mount {source} -> {target}: no such path")
         for volume in named_volumes(service):
             if volume not in declared:
-                problems.append(f"service {name}: volume {volume!r} is not declared under volumes:")
+                problems.append(f"service {name}: volume {volume!r} is not declared in volumes:")
     return problems
 
 
@@ -327,50 +322,51 @@ def config_problems(compose: Compose, repo: Path) -> list[str]:
 
 def kafka_version_problems(compose: Compose, repo: Path) -> list[str]:
     """Each Kafka image tag equals pom.xml's kafka.version (the jars `dev up` runs)."""
-    expected = pom_kafka_version(repo / POM_FILE.name)
+    expected = pom_kafka_version(repo)
     return [
-        f"service {name}: image {service['image']} but pom.xml kafka.version is {expected}"
+        f"service {name}: image {service['image']}, but pom.xml kafka.version is {expected}"
         for name, service in kafka_services(compose).items()
         if image_repo_and_tag(service["image"])[1] != expected
     ]
 
 
 def dev_port_problems(compose: Compose, repo: Path) -> list[str]:
-    """primary/backup publish and advertise the host ports of `mirrorflow dev up`."""
+    """primary and backup publish and advertise the host ports of `mirrorflow dev up`."""
     problems = []
     kafka = kafka_services(compose)
     for name, port in DEV_PORTS.items():
-        if name not in kafka:
+        if name in kafka:
+            problems += _host_listener_problems(name, kafka[name], port)
+        else:
             problems.append(f"service {name}: missing or not on the {KAFKA_IMAGE} image")
-            continue
-        problems += _host_listener_problems(name, kafka[name], port)
     return problems
 
 
 def _host_listener_problems(name: str, service: Service, port: int) -> list[str]:
-    """One cluster: published host port, advertised loopback listener, bound port agree."""
+    """One cluster: its published host port, loopback listener and bound port agree."""
     published = published_ports(service)
     host_ports = sorted(h for h, _ in published if h is not None)
     if host_ports != [port]:
         return [f"service {name}: publishes host ports {host_ports}, DEV_PORTS says {port}"]
     advertised = listeners(service, "KAFKA_ADVERTISED_LISTENERS")
-    on_host = {ln: addr for ln, addr in advertised.items() if addr[0] in LOOPBACK_HOSTS}
-    if [addr[1] for addr in on_host.values()] != [port]:
-        shown = {ln: f"{h}:{p}" for ln, (h, p) in on_host.items()}
-        return [f"service {name}: advertised host listeners {shown}, DEV_PORTS says localhost:{port}"]
+    on_host = {ln: (h, p) for ln, (h, p) in advertised.items() if h in LOOPBACK_HOSTS}
+    if [p for _, p in on_host.values()] != [port]:
+        shown = ", ".join(f"{ln}://{h}:{p}" for ln, (h, p) in on_host.items()) or "none"
+        return [f"service {name}: advertises host listeners {shown}, DEV_PORTS says {port}"]
     listener = next(iter(on_host))
     bound = listeners(service, "KAFKA_LISTENERS").get(listener)
     container_port = dict(published)[port]
     if bound is None or bound[1] != container_port:
+        binds = f"port {bound[1]}" if bound else "nothing"
         return [
             f"service {name}: host port {port} goes to container port {container_port}, "
-            f"but listener {listener} binds {bound[1] if bound else 'nothing'}"
+            f"but listener {listener} binds {binds}"
         ]
     return []
 
 
 def bootstrap_problems(compose: Compose, repo: Path) -> list[str]:
-    """Each cluster of each loaded config is a compose service's advertised, bound listener."""
+    """Each cluster of each loaded config is an advertised, bound listener of a service."""
     problems = []
     for ref in config_refs(compose, repo):
         try:
@@ -378,37 +374,36 @@ def bootstrap_problems(compose: Compose, repo: Path) -> list[str]:
         except ConfigError:
             continue  # config_problems reports it
         for cluster in config.clusters.values():
-            for server in cluster.bootstrap_servers.split(","):
-                where = f"{ref.container_path} cluster {cluster.name} ({server.strip()})"
-                problems += _server_problems(compose, where, server.strip())
+            for server in (s.strip() for s in cluster.bootstrap_servers.split(",")):
+                where = f"{ref.container_path}: cluster {cluster.name} at {server}"
+                problems += _server_problems(compose, where, server)
     return problems
 
 
 def _server_problems(compose: Compose, where: str, server: str) -> list[str]:
+    """One bootstrap server: a service name (what Docker's DNS resolves) and its listener."""
     host, _, port_text = server.rpartition(":")
-    by_host = {s.get("hostname", n): n for n, s in services(compose).items()} | {
-        n: n for n in services(compose)
-    }
-    if host not in by_host:
-        return [f"{where}: {host!r} is no compose service (services: {', '.join(services(compose))})"]
-    service = services(compose)[by_host[host]]
+    if host not in services(compose):
+        return [f"{where}: {host!r} is no compose service ({', '.join(services(compose))})"]
+    service = services(compose)[host]
     advertised = listeners(service, "KAFKA_ADVERTISED_LISTENERS")
-    matching = [ln for ln, addr in advertised.items() if addr == (host, int(port_text))]
+    matching = [ln for ln, address in advertised.items() if address == (host, int(port_text))]
     if not matching:
         shown = ", ".join(f"{h}:{p}" for h, p in advertised.values()) or "none"
-        return [f"{where}: not an advertised listener of service {by_host[host]} (advertised: {shown})"]
+        return [f"{where}: not an advertised listener of service {host} ({shown})"]
     bound = listeners(service, "KAFKA_LISTENERS").get(matching[0])
     if bound is None or bound[1] != int(port_text):
-        return [f"{where}: service {by_host[host]} advertises port {port_text} but binds {bound}"]
+        binds = f"port {bound[1]}" if bound else "nothing"
+        return [f"{where}: service {host} advertises it, but listener {matching[0]} binds {binds}"]
     return []
 
 
-# --- tests on the real file --------------------------------------------------------
+# --- tests on the real file -----------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def compose() -> Compose:
-    """The parsed compose file (parsed once: every test only reads it)."""
+    """The parsed compose file (once: every test only reads it)."""
     return load_compose()
 
 
@@ -418,7 +413,7 @@ def test_every_service_has_an_image_or_a_buildable_context(compose: Compose) -> 
 
 
 def test_bind_mounts_exist_in_the_repo(compose: Compose) -> None:
-    assert any(bind_mounts(s) for s in services(compose).values()), "no bind mount found at all"
+    assert any(bind_mounts(s) for s in services(compose).values()), "no bind mount at all"
     problems = mount_problems(compose, REPO)
     assert not problems, "\n".join(problems)
 
@@ -453,104 +448,118 @@ def test_config_clusters_are_compose_listeners(compose: Compose) -> None:
 
 
 def test_dockerfile_copies_the_repo_where_the_paths_assume() -> None:
-    # container_to_host maps /opt/mirrorflow/... to the repo; only true if the image copies it there.
-    copies = re.findall(r"(?m)^COPY\s+(?:--\S+\s+)*\.\s+(\S+?)/?\s*$", (REPO / "Dockerfile").read_text())
+    # container_to_host maps /opt/mirrorflow/... to the repo: true only if the image copies it there
+    dockerfile = (REPO / "Dockerfile").read_text(encoding="utf-8")
+    copies = re.findall(r"(?m)^COPY\s+(?:--\S+\s+)*\.\s+(\S+?)/?\s*$", dockerfile)
     assert str(APP_DIR) in copies, f"Dockerfile copies the repo to {copies}, tests assume {APP_DIR}"
 
 
-# --- each check catches a broken copy ------------------------------------------------
+# --- each check catches a broken copy -------------------------------------------------
 
 
-def _set(path: str, value: Any) -> Callable[[Compose], None]:
-    """A mutation: set the value at a dotted path (``services.primary.image``) of the copy."""
+def _parent(doc: Compose, path: str) -> tuple[dict[str, Any], str]:
+    """The mapping that holds the dotted ``path`` (``services.primary.image``), and its last key."""
+    *parents, last = path.split(".")
+    node = doc
+    for key in parents:
+        node = node[key]
+    return node, last
+
+
+def _set(path: str, value: Any) -> Mutation:
+    """A mutation that sets the value at a dotted path of the copy."""
 
     def mutate(doc: Compose) -> None:
-        *parents, last = path.split(".")
-        node = doc
-        for key in parents:
-            node = node[key]
-        node[last] = value
+        node, key = _parent(doc, path)
+        node[key] = value
 
     return mutate
 
 
-def _delete(path: str) -> Callable[[Compose], None]:
-    """A mutation: delete the key at a dotted path of the copy."""
+def _delete(path: str) -> Mutation:
+    """A mutation that deletes the key at a dotted path of the copy."""
 
     def mutate(doc: Compose) -> None:
-        *parents, last = path.split(".")
-        node = doc
-        for key in parents:
-            node = node[key]
-        del node[last]
+        node, key = _parent(doc, path)
+        del node[key]
 
     return mutate
 
 
-BROKEN: list[tuple[str, Check, Callable[[Compose], None], str]] = [
-    ("no-image", image_problems, _delete("services.postgres.image"), "neither image nor build"),
-    ("bad-context", image_problems, _set("services.airflow.build", "nowhere"), "not a folder"),
-    ("bad-mount", mount_problems, _set("services.airflow.volumes", ["./nowhere:/x"]), "does not exist"),
-    (
-        "undeclared-volume",
-        mount_problems,
-        _set("services.postgres.volumes", ["pgdata:/var/lib/postgresql/data"]),
-        "not declared",
+def _rename_service(old: str, new: str) -> Mutation:
+    """A mutation that renames a service, as if the config named a service that is gone."""
+
+    def mutate(doc: Compose) -> None:
+        doc["services"][new] = doc["services"].pop(old)
+
+    return mutate
+
+
+BACKUP_ENV = "services.backup.environment"
+ADVERTISED = f"{BACKUP_ENV}.KAFKA_ADVERTISED_LISTENERS"
+BROKEN = [
+    pytest.param(image_problems, _delete("services.postgres.image"), "neither", id="no-image"),
+    pytest.param(image_problems, _set("services.airflow.build", "nowhere"), "nowhere", id="build"),
+    pytest.param(
+        mount_problems, _set("services.mirrorflow-init.volumes", ["./nowhere:/x"]), "nowhere",
+        id="mount",
     ),
-    (
-        "bad-command",
-        command_problems,
-        _set("services.mirrorflow-init.command", "mirrorflow db upgrad"),
-        "invalid choice",
+    pytest.param(
+        mount_problems, _set("services.postgres.volumes", ["pg:/var/lib/postgresql/data"]), "'pg'",
+        id="undeclared-volume",
     ),
-    (
-        "missing-env",
-        config_problems,
-        _delete("services.airflow.environment.MIRRORFLOW_PG_PASSWORD"),
-        "MIRRORFLOW_PG_PASSWORD is not set",
+    pytest.param(
+        command_problems, _set("services.mirrorflow-init.command", "mirrorflow db upgrad"),
+        "invalid choice", id="command",
     ),
-    (
-        "config-not-in-image",
-        config_problems,
-        _set("services.airflow.environment.MIRRORFLOW_CONFIG", "/etc/mirrorflow.yaml"),
-        "neither bind-mounted",
+    pytest.param(
+        config_problems, _delete("services.airflow.environment.MIRRORFLOW_PG_PASSWORD"),
+        "MIRRORFLOW_PG_PASSWORD is not set", id="config-env",
     ),
-    ("kafka-version", kafka_version_problems, _set("services.backup.image", "apache/kafka:3.9.0"), "3.9.0"),
-    ("host-port", dev_port_problems, _set("services.primary.ports", ["19093:19092"]), "[19093]"),
-    (
-        "advertised-port",
+    pytest.param(
+        config_problems, _set("services.airflow.environment.MIRRORFLOW_CONFIG", "/etc/m.yaml"),
+        "neither bind-mounted", id="config-path",
+    ),
+    pytest.param(
+        kafka_version_problems, _set("services.backup.image", "apache/kafka:3.9.0"), "3.9.0",
+        id="kafka-version",
+    ),
+    pytest.param(
+        dev_port_problems, _set("services.primary.ports", ["19093:19092"]), "[19093]",
+        id="host-port",
+    ),
+    pytest.param(
         dev_port_problems,
-        _set(
-            "services.backup.environment.KAFKA_ADVERTISED_LISTENERS",
-            "INTERNAL://backup:9092,HOST://localhost:29093",
-        ),
-        "localhost:29093",
+        _set(ADVERTISED, "INTERNAL://backup:9092,HOST://localhost:1"),
+        "localhost:1,",
+        id="advertised-port",
     ),
-    (
-        "bound-port",
+    pytest.param(
         dev_port_problems,
-        _set("services.primary.environment.KAFKA_LISTENERS", "INTERNAL://:9092,CONTROLLER://:9093,HOST://:9094"),
-        "binds 9094",
+        _set(f"{BACKUP_ENV}.KAFKA_LISTENERS", "INTERNAL://:9092,CONTROLLER://:9093,HOST://:9094"),
+        "binds port 9094",
+        id="bound-port",
     ),
-    ("renamed-service", bootstrap_problems, lambda d: d["services"].update(kafka1=d["services"].pop("primary")), "no compose service"),
-    (
-        "internal-port",
+    pytest.param(
+        bootstrap_problems, _rename_service("primary", "kafka1"), "is no compose service",
+        id="service-name",
+    ),
+    pytest.param(
         bootstrap_problems,
-        _set(
-            "services.backup.environment.KAFKA_ADVERTISED_LISTENERS",
-            "INTERNAL://backup:9095,HOST://localhost:29092",
-        ),
+        _set(ADVERTISED, "INTERNAL://backup:9095,HOST://localhost:29092"),
         "not an advertised listener",
+        id="internal-port",
     ),
 ]
 
 
-@pytest.mark.parametrize(("check", "mutate", "expected"), [b[1:] for b in BROKEN], ids=[b[0] for b in BROKEN])
-def test_check_reports_a_broken_copy(
-    compose: Compose, check: Check, mutate: Callable[[Compose], None], expected: str
+@pytest.mark.parametrize(("check", "mutate", "expected"), BROKEN)
+def test_each_check_reports_a_broken_copy(
+    compose: Compose, check: Check, mutate: Mutation, expected: str
 ) -> None:
-    assert not check(compose, REPO), "precondition: the real file passes this check"
+    # Counted against the real file's own problems, so this holds even while the real file fails.
+    before = [p for p in check(compose, REPO) if expected in p]
     broken = copy.deepcopy(compose)
     mutate(broken)
-    problems = check(broken, REPO)
-    assert any(expected in p for p in problems), f"expected a problem with {expected!r}, got {problems}"
+    after = [p for p in check(broken, REPO) if expected in p]
+    assert len(after) > len(before), f"no new problem mentioning {expected!r} in {after}"

@@ -1,0 +1,38 @@
+"""The broker configuration a LocalClusterSpec produces (pure: no JVM started)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from replicator.localcluster import LocalClusterSpec, new_cluster_id, server_properties
+
+
+def _spec(**options: object) -> LocalClusterSpec:
+    return LocalClusterSpec(name="p", home=Path("/x/p"), port=19092, controller_port=19093, **options)  # type: ignore[arg-type]
+
+
+def test_single_node_kraft_on_loopback() -> None:
+    props = server_properties(_spec())
+    assert props["process.roles"] == "broker,controller"
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093"
+    assert props["controller.quorum.voters"] == "1@127.0.0.1:19093"
+    assert props["log.dirs"] == "/x/p/data"
+    assert props["auto.create.topics.enable"] == "false"
+    assert "authorizer.class.name" not in props
+
+
+def test_authorizer_super_users_and_extra_properties() -> None:
+    props = server_properties(
+        _spec(authorizer=True, super_users=("User:admin", "User:ANONYMOUS"), auto_create_topics=True,
+              extra_properties={"message.max.bytes": "2000000", "num.partitions": "4"})
+    )
+    assert props["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    assert props["super.users"] == "User:admin;User:ANONYMOUS"
+    assert props["auto.create.topics.enable"] == "true"
+    assert props["message.max.bytes"] == "2000000" and props["num.partitions"] == "4"  # extras win
+
+
+def test_cluster_ids_are_kafka_uuids() -> None:
+    ids = {new_cluster_id() for _ in range(100)}
+    assert len(ids) == 100
+    assert all(len(i) == 22 and "=" not in i for i in ids)
