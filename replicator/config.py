@@ -8,6 +8,7 @@ The environment is read only by the caller (``environ`` argument), never at impo
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from collections.abc import Mapping
@@ -95,6 +96,8 @@ class RouteConfig(_Frozen):
     policy: Literal["prefix", "identity"] | MappingPolicy = "prefix"
     separator: str = Field(default=".", min_length=1)
     guarantee: Literal["at-least-once"] = "at-least-once"
+    start: Literal["earliest", "latest"] | dt.datetime = "earliest"
+    on_data_loss: Literal["continue", "fail"] = "continue"
     consumer: Mapping[str, str] = Field(default_factory=dict)
     producer: Mapping[str, str] = Field(default_factory=dict)
 

@@ -95,6 +95,11 @@ def server_properties(spec: LocalClusterSpec) -> dict[str, str]:
         "share.coordinator.state.topic.replication.factor": "1",
         "share.coordinator.state.topic.min.isr": "1",
         "group.initial.rebalance.delay.ms": "0",
+        # KIP-848 groups: notice a crashed member in 10 s, not 45 (local clusters only)
+        "group.consumer.session.timeout.ms": "10000",
+        "group.consumer.min.session.timeout.ms": "6000",
+        "group.consumer.heartbeat.interval.ms": "2000",
+        "group.consumer.min.heartbeat.interval.ms": "1000",
         "auto.create.topics.enable": str(spec.auto_create_topics).lower(),
         "log.segment.bytes": str(64 * 1024 * 1024),
     }

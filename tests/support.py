@@ -46,3 +46,39 @@ def start_pair(home: Path, ports: Mapping[str, int], **options: object) -> list[
             cluster.stop()
         raise
     return clusters
+
+
+class Worker:
+    """A ``mirrorflow run`` process, as an operator runs it (stderr kept in a file)."""
+
+    def __init__(self, config: Path, *routes: str, log_dir: Path) -> None:
+        import subprocess
+        import sys
+
+        self.log = log_dir / f"worker-{'-'.join(routes) or 'all'}-{id(self)}.log"
+        args = [str(Path(sys.executable).parent / "mirrorflow"), "--log-level", "info", "run",
+                "--config", str(config)]
+        for route in routes:
+            args += ["--route", route]
+        self._out = open(self.log, "wb")  # noqa: SIM115 - closed in wait()
+        self.process = subprocess.Popen(args, stdout=self._out, stderr=subprocess.STDOUT)
+
+    def terminate(self, timeout: float = 20) -> tuple[int, float]:
+        """SIGTERM; returns (exit code, seconds it took)."""
+        import time
+
+        began = time.monotonic()
+        self.process.terminate()
+        code = self.process.wait(timeout)
+        self._out.close()
+        return code, time.monotonic() - began
+
+    def kill(self) -> None:
+        """SIGKILL: a crash, nothing flushed or committed."""
+        self.process.kill()
+        self.process.wait(10)
+        self._out.close()
+
+    def output(self) -> str:
+        """What the worker logged so far."""
+        return self.log.read_text(errors="replace")

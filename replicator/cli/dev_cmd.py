@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import time
 from typing import Any
 
 from replicator.cli.common import add_home_arg, dev_ports
 from replicator.cli.output import as_json, say, table
 from replicator.config import CONFIG_ENV, load_config
 from replicator.demo import seed_demo_topics
+from replicator.errors import ClusterError
 from replicator.devenv import dev_config_path, dev_down, dev_status, dev_up
 from replicator.localcluster import ClusterStatus
 
@@ -61,6 +63,10 @@ def up_cmd(args: argparse.Namespace) -> int:
 
 def down_cmd(args: argparse.Namespace) -> int:
     """Stop both clusters."""
+    from replicator.demo_worker import stop_worker
+
+    if stop_worker(args.home):
+        say("stopped the demo's replication worker")
     stopped = dev_down(args.home, dev_ports(), clean=args.clean, progress=say)
     if not stopped:
         say("no local cluster was running")
@@ -78,26 +84,44 @@ def status_cmd(args: argparse.Namespace) -> int:
 
 
 def demo_cmd(args: argparse.Namespace) -> int:
-    """The local demo: clusters up, demo topics with records, state DB ready, status."""
-    say("== 1/3 local clusters")
+    """The local demo: clusters up, demo topics with records, replication running, status."""
+    from replicator.control.status import route_status
+    from replicator.demo_worker import start_worker, worker_log
+
+    say("== 1/4 local clusters")
     ports = dev_ports()
     dev_up(args.home, ports, progress=say)
-    config = load_config(dev_config_path(args.home), {})
-    say("== 2/3 demo topics on primary")
+    config_path = dev_config_path(args.home)
+    config = load_config(config_path, {})
+    say("== 2/4 demo topics on primary")
     seed_demo_topics(config.cluster("primary").client_properties(), progress=say)
-    say("== 3/3 state database")
-    from replicator.state.repository import register_routes  # SQLAlchemy: only when needed
-    from replicator.state.store import StateStore
-
-    store = StateStore(config.state.url)
-    try:
-        with store.session() as session:
-            routes = register_routes(session, config.routes)
-    finally:
-        store.close()
-    say(f"routes registered: {', '.join(routes)} ({config.state.url})")
-    say("")
+    say("== 3/4 replication primary -> backup")
+    pid = start_worker(args.home, config_path)
+    say(f"mirrorflow run started in the background (pid {pid}, log {worker_log(args.home).resolve()})")
+    route = config.routes[0]
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            rows = route_status(config, route)
+        except ClusterError as exc:
+            if not exc.retriable or time.monotonic() > deadline:
+                raise
+            say("  waiting for the group coordinator of the new cluster ...")
+            time.sleep(2)
+            continue
+        lag = sum(r.lag for r in rows)
+        say(f"  {route.name}: {len(rows)} partitions, {lag} records still to copy")
+        if rows and lag == 0:
+            break
+        if time.monotonic() > deadline:
+            raise ClusterError(f"the demo route did not catch up in 90 s; see {worker_log(args.home)}")
+        time.sleep(2)
+    say("== 4/4 status")
     _print_status(dev_status(args.home, ports))
-    path = dev_config_path(args.home).resolve()
-    say(f"\nconfig: {path}\nstop with: mirrorflow dev down --home {args.home}")
+    say("")
+    say(table(["route", "topic", "partition", "source end", "committed", "lag"],
+              [[r.route, r.topic, r.partition, r.end_offset, r.committed, r.lag] for r in rows]))
+    say(f"\nconfig: {config_path.resolve()}\n"
+        f"more:   mirrorflow status --config {config_path.resolve()}\n"
+        f"stop:   mirrorflow dev down --home {args.home}   (stops the worker and both clusters)")
     return 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import DateTime, ForeignKey, MetaData, String, Text, UniqueConstraint, func
+from sqlalchemy import BigInteger, DateTime, ForeignKey, MetaData, String, Text, UniqueConstraint, func
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 NAMING = {
@@ -65,3 +65,17 @@ class RouteTopicRow(Base):
     updated_at: Mapped[dt.datetime] = _now()
 
     route: Mapped[RouteRow] = relationship(back_populates="topics")
+
+
+class DataLossRow(Base):
+    """Source records deleted (retention) before the route copied them: the exact range."""
+
+    __tablename__ = "mf_data_loss"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    route: Mapped[str] = mapped_column(String(200), index=True)
+    topic: Mapped[str] = mapped_column(String(249))
+    partition: Mapped[int] = mapped_column()
+    from_offset: Mapped[int] = mapped_column(BigInteger)
+    to_offset: Mapped[int] = mapped_column(BigInteger)
+    detected_at: Mapped[dt.datetime] = _now()

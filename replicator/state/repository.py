@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from replicator.config import RouteConfig
 from replicator.domain.route_topic import AddedBy, DesiredState, RouteTopic, TopicStatus
 from replicator.errors import ConfigError
-from replicator.state.models import RouteRow, RouteTopicRow
+from replicator.state.models import DataLossRow, RouteRow, RouteTopicRow
 
 
 def _policy_name(route: RouteConfig) -> str:
@@ -90,3 +90,14 @@ def _to_domain(route: str, row: RouteTopicRow) -> RouteTopic:
         status_detail=row.status_detail,
         updated_at=row.updated_at,
     )
+
+
+def record_data_loss(session: Session, route: str, topic: str, partition: int, lost: tuple[int, int]) -> None:
+    """Store the half-open range ``[from, to)`` of records retention deleted before the route copied them."""
+    session.add(DataLossRow(route=route, topic=topic, partition=partition, from_offset=lost[0], to_offset=lost[1]))
+
+
+def data_losses(session: Session, route: str) -> list[tuple[str, int, int, int]]:
+    """(topic, partition, from, to) of every loss recorded for ``route``, oldest first."""
+    rows = session.scalars(select(DataLossRow).where(DataLossRow.route == route).order_by(DataLossRow.id))
+    return [(r.topic, r.partition, r.from_offset, r.to_offset) for r in rows]

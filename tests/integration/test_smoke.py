@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from replicator.kafka.admin import create_topics
 
 PARTITIONS = 3
 PER_PARTITION = 100
-BASE_TS = 1_700_000_000_000  # CreateTime in ms, far from "now": proves the timestamp is ours
+BASE_TS = int(time.time() * 1000) - 86_400_000  # a day ago: not "now", and inside the 7-day retention
 
 
 def _record(partition: int, n: int) -> dict[str, object]:

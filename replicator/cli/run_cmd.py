@@ -1,0 +1,74 @@
+"""``mirrorflow run``: replicate routes in the foreground until SIGTERM or Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from typing import Any
+
+from replicator.cli.common import add_config_arg, config_of
+from replicator.domain.secrets import redact
+
+log = logging.getLogger(__name__)
+
+
+def register(commands: Any) -> None:
+    """Add the ``run`` command."""
+    run = commands.add_parser("run", help="replicate routes continuously (foreground; SIGTERM to stop)")
+    add_config_arg(run)
+    run.add_argument("--route", action="append", metavar="NAME",
+                     help="route to run (repeatable; default: every route of the config)")
+    run.add_argument("--metrics-port", type=int, metavar="P", help="serve Prometheus metrics on this port")
+    run.set_defaults(handler=run_routes)
+
+
+def run_routes(args: argparse.Namespace) -> int:
+    """Start a worker thread per route; a stop signal drains and commits every one of them."""
+    from replicator.worker import metrics
+    from replicator.worker.preflight import preflight
+    from replicator.worker.route_worker import RouteWorker
+
+    config = config_of(args)
+    routes = [config.route(name) for name in args.route] if args.route else list(config.routes)
+    if not routes:
+        from replicator.errors import ConfigError
+
+        raise ConfigError("the config has no routes to run")
+    for route in routes:
+        preflight(config, route)
+        log.warning("route %s: %s -> %s, topics %s, policy %s, source %s", route.name, route.source,
+                    route.target, list(route.topics), route.policy,
+                    redact(config.cluster(route.source).properties))
+    from replicator.state.repository import register_routes
+    from replicator.state.store import StateStore
+
+    store = StateStore(config.state.url)  # migrated once, before the threads share it
+    with store.session() as session:
+        register_routes(session, routes)
+    if args.metrics_port:
+        metrics.serve(args.metrics_port)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def work(worker: RouteWorker) -> None:
+        try:
+            worker.run(stop)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+            stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    threads = [threading.Thread(target=work, args=(RouteWorker(config, r, store),), name=f"route-{r.name}")
+               for r in routes]
+    for thread in threads:
+        thread.start()
+    while any(t.is_alive() for t in threads):
+        for thread in threads:
+            thread.join(timeout=0.2)
+    store.close()
+    if errors:
+        raise errors[0]
+    return 0

@@ -1,0 +1,37 @@
+"""``mirrorflow status``: a table per route, topic and partition."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+from replicator.cli.common import add_config_arg, config_of
+from replicator.cli.output import as_json, table
+
+
+def register(commands: Any) -> None:
+    """Add the ``status`` command."""
+    status = commands.add_parser("status", help="per route and partition: end offset, committed, lag, last copy")
+    add_config_arg(status)
+    status.add_argument("--route", action="append", metavar="NAME", help="only this route (repeatable)")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.set_defaults(handler=show_status)
+
+
+def show_status(args: argparse.Namespace) -> int:
+    """Print the routes' partitions; exit 0 even when lagging (it is a report, not a check)."""
+    from replicator.control.status import route_status
+
+    config = config_of(args)
+    routes = [config.route(n) for n in args.route] if args.route else list(config.routes)
+    rows = [s for route in routes for s in route_status(config, route)]
+    if args.json:
+        print(as_json([{**dataclasses.asdict(s), "lag": s.lag} for s in rows]))
+        return 0
+    print(table(
+        ["route", "topic", "partition", "source end", "committed", "lag", "last replicated (UTC)"],
+        [[s.route, s.topic, s.partition, s.end_offset, s.committed, s.lag,
+          s.last_replicated.strftime("%Y-%m-%d %H:%M:%S") if s.last_replicated else None] for s in rows],
+    ))
+    return 0

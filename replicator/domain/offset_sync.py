@@ -1,0 +1,224 @@
+"""The exact, compact map from source to target offsets of one partition.
+
+A *run* is a stretch of records copied back to back: each one directly follows the
+previous on both sides (source and target offsets both + 1), so one ``OffsetSync``
+at its start places every record of it. A source gap (transaction markers,
+compacted-away offsets) or a foreign write on the target starts a new run;
+``previous_source_offset`` tells the reader exactly where the previous run ended.
+
+Offsets are Kafka's "next to read" positions. Worked example: records at source
+0, 1, 2, transaction markers at 3 and 4, records at 5, 6, copied to target 0..4::
+
+    source    0  1  2  3* 4* 5  6        * marker: no record, nothing copied
+    target    0  1  2  -  -  3  4
+
+    syncs     (0 -> 0, previous None)   (5 -> 3, previous 2)
+
+    committed 0   1   2   3   4   5   6   7   8          replicated_end = 7
+    result    E0  E1  E2  E3  E3  E3  E4  E5  Behind(5, max_repeats=1)
+
+``E3`` at 3 and 4: the next record is 5, at target 3. ``E5`` at 7: right after the
+last copy. At 8 the route has not copied 7 yet; resuming at 5 may repeat it.
+
+Contract with the hot path: ``replicated_end`` is the route's committed offset,
+i.e. the last acknowledged record + 1 (not a position past trailing markers), and
+that offset is committed only once the syncs explaining it are acknowledged.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetSync:
+    """A run starts: ``source_offset`` is at ``target_offset``.
+
+    The previous run ended at ``previous_source_offset``, the record the writer saw
+    just before; None when it had seen none (a new or restarted writer).
+    """
+
+    topic: str
+    partition: int
+    source_offset: int
+    target_offset: int
+    previous_source_offset: int | None
+
+
+class OffsetSyncWriter:
+    """Turns one partition's delivery reports, in source order, into run starts."""
+
+    __slots__ = ("_last_source", "_last_target", "partition", "topic")
+
+    def __init__(self, topic: str, partition: int) -> None:
+        """A writer that has seen nothing yet: its first record always starts a run."""
+        self.topic = topic
+        self.partition = partition
+        self._last_source: int | None = None
+        self._last_target = 0
+
+    def observe(self, source_offset: int, target_offset: int) -> OffsetSync | None:
+        """The sync to publish when this record starts a run, else None (allocates nothing)."""
+        previous, last_target = self._last_source, self._last_target
+        self._last_source, self._last_target = source_offset, target_offset
+        # Checking both sides, not only the delta target - source: a source gap and
+        # a foreign write of the same size keep the delta but are no run.
+        if (
+            previous is not None
+            and source_offset == previous + 1
+            and target_offset == last_target + 1
+        ):
+            return None
+        return OffsetSync(self.topic, self.partition, source_offset, target_offset, previous)
+
+
+@dataclass(frozen=True, slots=True)
+class Exact:
+    """Resuming at ``target_offset`` repeats and skips no replicated record."""
+
+    target_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Behind:
+    """Resume at ``target_offset``: nothing is skipped, up to ``max_repeats`` records repeat."""
+
+    target_offset: int
+    max_repeats: int
+
+
+@dataclass(frozen=True, slots=True)
+class BeforeFirstSync:
+    """The group is before the first replicated record, which is at ``target_offset``."""
+
+    target_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    """No sync of the partition is known."""
+
+
+Translation: TypeAlias = Exact | Behind | BeforeFirstSync | Unknown
+
+
+def translate(
+    syncs: Sequence[OffsetSync], committed: int, replicated_end: int | None
+) -> Translation:
+    """Where a group that committed source offset ``committed`` resumes on the target.
+
+    ``syncs``: one partition's, any order, duplicates harmless. ``replicated_end``:
+    every record before it is on the target (see the module's contract), or None.
+    """
+    runs = _run_starts(syncs)
+    if not runs:
+        return Unknown()
+    first = runs[0]
+    if committed <= first.source_offset:
+        if committed == first.source_offset:
+            return Exact(first.target_offset)
+        return BeforeFirstSync(first.target_offset)
+    k = bisect.bisect_right([r.source_offset for r in runs], committed) - 1
+    if k + 1 < len(runs):
+        return _inside(runs[k], runs[k + 1], committed)
+    return _after_last_start(runs[k], committed, replicated_end)
+
+
+def _run_starts(syncs: Sequence[OffsetSync]) -> list[OffsetSync]:
+    if len({(s.topic, s.partition) for s in syncs}) > 1:
+        raise ValueError("translate: syncs of several partitions")
+    best: dict[int, OffsetSync] = {}
+    for sync in syncs:
+        # Same start written twice: a re-run after a crash copies the records again
+        # later on the target, so the highest target offset is the newest copy.
+        kept = best.get(sync.source_offset)
+        if kept is None or _rank(sync) > _rank(kept):
+            best[sync.source_offset] = sync
+    return sorted(best.values(), key=lambda s: s.source_offset)
+
+
+def _rank(sync: OffsetSync) -> tuple[int, int]:
+    previous = sync.previous_source_offset
+    return (sync.target_offset, -1 if previous is None else previous)
+
+
+def _inside(run: OffsetSync, following: OffsetSync, committed: int) -> Exact:
+    end = following.previous_source_offset
+    if end is None or not run.source_offset <= end < following.source_offset:
+        # A restarted writer did not record where this run ended. Every record
+        # before `following` has this run's delta (the contract), so the run's
+        # extrapolation, capped by the next run start, skips and repeats nothing.
+        return Exact(
+            min(run.target_offset + committed - run.source_offset, following.target_offset)
+        )
+    if committed <= end:
+        return Exact(run.target_offset + committed - run.source_offset)
+    return Exact(following.target_offset)  # in the gap: the next record starts `following`
+
+
+def _after_last_start(
+    run: OffsetSync, committed: int, replicated_end: int | None
+) -> Exact | Behind:
+    # Without replicated_end only the run's first record is known to be copied.
+    end = (
+        run.source_offset if replicated_end is None else max(run.source_offset, replicated_end - 1)
+    )
+    if committed <= end + 1:
+        return Exact(run.target_offset + committed - run.source_offset)
+    return Behind(run.target_offset + end - run.source_offset + 1, committed - end - 1)
+
+
+def encode_sync(sync: OffsetSync) -> tuple[bytes, bytes]:
+    """Key and value for the compacted syncs topic; one key per run start, so all are kept."""
+    key = [sync.topic, sync.partition, sync.source_offset]
+    value = {
+        "target_offset": sync.target_offset,
+        "previous_source_offset": sync.previous_source_offset,
+    }
+    return _dump(key), _dump(value)
+
+
+def decode_sync(key: bytes, value: bytes) -> OffsetSync:
+    """The sync of a record of the syncs topic; ValueError naming what is malformed."""
+    parts = _load(key, "key")
+    if not (isinstance(parts, list) and len(parts) == 3):
+        raise ValueError(
+            f"offset sync key: expected [topic, partition, source_offset], got {parts!r}"
+        )
+    topic, partition, source_offset = parts
+    if not (isinstance(topic, str) and topic):
+        raise ValueError(f"offset sync key: topic must be a non-empty string, got {topic!r}")
+    fields = _load(value, "value")
+    if not isinstance(fields, dict):
+        # ValueError, not TypeError: this is malformed input, not a caller's mistake.
+        raise ValueError(f"offset sync value: expected an object, got {fields!r}")  # noqa: TRY004
+    previous = fields.get("previous_source_offset")
+    return OffsetSync(
+        topic,
+        _offset(partition, "key partition"),
+        _offset(source_offset, "key source_offset"),
+        _offset(fields.get("target_offset"), "value target_offset"),
+        None if previous is None else _offset(previous, "value previous_source_offset"),
+    )
+
+
+def _dump(obj: object) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode("utf-8")
+
+
+def _load(data: bytes, what: str) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError alike
+        raise ValueError(f"offset sync {what} is not UTF-8 JSON: {exc}") from exc
+
+
+def _offset(value: object, what: str) -> int:
+    # bool is an int to Python, never an offset.
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"offset sync {what}: expected an integer >= 0, got {value!r}")
+    return value

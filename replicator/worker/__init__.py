@@ -1,0 +1,1 @@
+"""The hot path: a long-running worker per route (``mirrorflow run``)."""

@@ -1,0 +1,79 @@
+"""Placing newly assigned source partitions, and recovering a position retention deleted."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable
+
+from confluent_kafka import Consumer, TopicPartition
+
+from replicator.config import RouteConfig
+from replicator.domain.start_position import Reason, StartDecision, start_position
+from replicator.worker import metrics
+
+log = logging.getLogger(__name__)
+
+LossReporter = Callable[[str, int, tuple[int, int]], None]
+
+
+class Positioner:
+    """Decides where each assigned partition starts (committed, new, lost, reset)."""
+
+    def __init__(self, route: RouteConfig, report_loss: LossReporter = lambda *_: None) -> None:
+        self.route = route
+        self.report_loss = report_loss
+        self.failure: str | None = None
+
+    def _start_kind(self) -> str:
+        return "timestamp" if isinstance(self.route.start, dt.datetime) else str(self.route.start)
+
+    def _timestamp_offset(self, consumer: Consumer, tp: TopicPartition) -> int | None:
+        assert isinstance(self.route.start, dt.datetime)
+        millis = int(self.route.start.timestamp() * 1000)
+        found = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, millis)], timeout=10)
+        return found[0].offset if found and found[0].offset >= 0 else None
+
+    def place(self, consumer: Consumer, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """The assigned partitions with the offsets to start from."""
+        committed = consumer.committed(partitions, timeout=15)
+        placed = []
+        for tp in committed:
+            low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+            start = self._start_kind()
+            ts_offset = self._timestamp_offset(consumer, tp) if start == "timestamp" and tp.offset < 0 else None
+            decision = start_position(tp.offset if tp.offset >= 0 else None, low, high, start, ts_offset)
+            self._explain(tp.topic, tp.partition, decision)
+            placed.append(TopicPartition(tp.topic, tp.partition, decision.offset))
+        return placed
+
+    def _explain(self, topic: str, partition: int, decision: StartDecision) -> None:
+        if decision.lost is not None:
+            self._lost(topic, partition, decision.lost)
+        elif decision.reason == Reason.RESET:
+            log.warning("committed offset beyond the log end (topic recreated or truncated): copying it "
+                        "anew route=%s topic=%s partition=%s from=%s", self.route.name, topic, partition,
+                        decision.offset)
+
+    def _lost(self, topic: str, partition: int, lost: tuple[int, int]) -> None:
+        log.error("records deleted by retention before they were copied route=%s topic=%s partition=%s "
+                  "lost_from=%s lost_to_exclusive=%s count=%s", self.route.name, topic, partition,
+                  lost[0], lost[1], lost[1] - lost[0])
+        metrics.LOST.labels(self.route.name, topic).inc(lost[1] - lost[0])
+        self.report_loss(topic, partition, lost)
+        if self.route.on_data_loss == "fail":
+            self.failure = (f"{topic}[{partition}]: offsets {lost[0]}..{lost[1] - 1} were deleted by "
+                            "retention before they were copied (on_data_loss: fail)")
+
+    def recover(self, consumer: Consumer, key: tuple[str, int], position: int | None) -> str | None:
+        """The fetch position fell off the log (retention ran ahead): report, then go on or fail."""
+        topic, partition = key
+        tp = TopicPartition(topic, partition)
+        fetch = consumer.position([tp])[0].offset
+        position = fetch if fetch >= 0 else position
+        low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+        decision = start_position(position, low, high, self._start_kind())
+        self._explain(topic, partition, decision)
+        if self.failure is None:
+            consumer.seek(TopicPartition(topic, partition, decision.offset))
+        return self.failure

@@ -1,0 +1,72 @@
+"""librdkafka settings of a route's consumer, producer and admin clients (the one place)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from replicator.config import Config, RouteConfig
+
+# Settings that carry the no-loss guarantee: a route's overrides cannot weaken them.
+CONSUMER_FIXED = {
+    "enable.auto.offset.store": "false",  # we store an offset only once the target acked it
+    "enable.auto.commit": "true",  # ... and librdkafka commits what we stored, every 250 ms
+    "auto.offset.reset": "error",  # never jump silently: a missing position is decided by us
+    "group.protocol": "consumer",  # KIP-848: incremental, broker-driven assignment
+    "isolation.level": "read_committed",
+    "enable.partition.eof": "false",
+}
+CONSUMER_DEFAULTS = {
+    "auto.commit.interval.ms": "250",  # the window of duplicates after a crash
+    "fetch.min.bytes": "1",
+    "fetch.wait.max.ms": "50",
+    "queued.max.messages.kbytes": "65536",
+    "statistics.interval.ms": "0",
+}
+PRODUCER_FIXED = {
+    "acks": "all",
+    "enable.idempotence": "true",  # ordered, no duplicates from retries, per partition
+    "message.timeout.ms": "0",  # retry forever: a target outage pauses the route, loses nothing
+}
+PRODUCER_DEFAULTS = {
+    "linger.ms": "5",
+    "batch.size": str(1024 * 1024),
+    "compression.type": "lz4",
+    "queue.buffering.max.messages": "200000",
+    "queue.buffering.max.kbytes": str(256 * 1024),
+}
+
+
+def group_id(route: RouteConfig) -> str:
+    """The consumer group every worker of ``route`` joins."""
+    return f"mirrorflow-{route.name}"
+
+
+def consumer_settings(config: Config, route: RouteConfig, **callbacks: Callable[..., Any]) -> dict[str, Any]:
+    """Consumer of the route's source cluster."""
+    source = config.cluster(route.source)
+    return {
+        **CONSUMER_DEFAULTS,
+        **source.client_properties(route.consumer),
+        **CONSUMER_FIXED,
+        "group.id": group_id(route),
+        "client.id": f"mirrorflow-{route.name}-consumer",
+        **callbacks,
+    }
+
+
+def producer_settings(config: Config, route: RouteConfig, **callbacks: Callable[..., Any]) -> dict[str, Any]:
+    """Idempotent, acks=all producer of the route's target cluster."""
+    target = config.cluster(route.target)
+    return {
+        **PRODUCER_DEFAULTS,
+        **target.client_properties(route.producer),
+        **PRODUCER_FIXED,
+        "client.id": f"mirrorflow-{route.name}-producer",
+        **callbacks,
+    }
+
+
+def admin_settings(properties: Mapping[str, str]) -> dict[str, Any]:
+    """An admin client of a cluster, quiet about connection failures (we report them)."""
+    return {**properties, "log_level": "3"}

@@ -1,0 +1,282 @@
+"""One route's hot path: consume a batch, produce it, store offsets the target acknowledged.
+
+librdkafka does the I/O; this loop only moves references. The no-loss rule: a
+source offset is stored (and then committed by librdkafka's auto-commit) only
+after the target acknowledged that record and all before it (PartitionLedger).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+
+from replicator.config import Config, RouteConfig
+from replicator.domain.inflight import PartitionLedger
+from replicator.domain.offset_sync import OffsetSyncWriter, decode_sync, encode_sync
+from replicator.domain.provenance import should_skip, with_origin
+from replicator.errors import MirrorFlowError
+from replicator.worker import metrics
+from replicator.worker.assignment import Positioner
+from replicator.worker.clients import consumer_settings, producer_settings
+from replicator.worker.subscription import Subscription
+
+if TYPE_CHECKING:
+    from replicator.state.store import StateStore
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+
+
+class RouteFailed(MirrorFlowError):
+    """The route stopped on an error it must not ride over (it names topic, partition, offset)."""
+
+
+class RouteWorker:
+    """Replicates one route until ``stop`` is set or an unrecoverable error occurs."""
+
+    def __init__(self, config: Config, route: RouteConfig, store: StateStore | None = None,
+                 batch_size: int = 2000) -> None:
+        self.config, self.route, self.batch_size = config, route, batch_size
+        self.subscription = Subscription(config, route, store)
+        self.positioner = Positioner(route, self.subscription.state.data_loss)
+        self.add_origin = route.policy != "prefix"  # identity/mapping: loops are cut by header
+        self.ledgers: dict[TP, PartitionLedger] = {}
+        self.writers: dict[TP, OffsetSyncWriter] = {}
+        self.dirty: set[TP] = set()
+        self.backlog: list[Message] = []
+        self.failure: str | None = None
+        self.meter = metrics.RouteMeter(route.name)
+        self._consumer: Consumer | None = None
+        self._producer: Producer | None = None
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """The main loop; flushes, commits and closes on the way out."""
+        self._producer = Producer(producer_settings(self.config, self.route, on_delivery=self._on_delivery))
+        self._consumer = Consumer(consumer_settings(self.config, self.route, on_commit=self._on_commit))
+        self.subscription.open()
+        log.info("route starting route=%s source=%s target=%s group=%s", self.route.name,
+                 self.route.source, self.route.target, f"mirrorflow-{self.route.name}")
+        try:
+            self._loop(stop)
+        finally:
+            self._shutdown()
+        if self.failure:
+            raise RouteFailed(f"route {self.route.name}: {self.failure}")
+
+    def _loop(self, stop: threading.Event) -> None:
+        consumer, producer = self._consumer, self._producer
+        assert consumer is not None and producer is not None
+        while not stop.is_set() and self.failure is None:
+            if self.subscription.due():
+                self._resubscribe()
+            if self.backlog and not self._drain_backlog():
+                consumer.consume(1, 0.05)  # keeps group membership while the target is slow
+            else:
+                self._replicate(consumer.consume(self.batch_size, 0.05))
+            producer.poll(0)
+            self._store_offsets()
+            self.meter.publish()
+
+    def _resubscribe(self) -> None:
+        topics = self.subscription.refresh()
+        if topics is not None and self._consumer is not None:
+            self._consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                     on_lost=self._on_lost) if topics else self._consumer.unsubscribe()
+
+    # -- the copy ----------------------------------------------------------------
+
+    def _replicate(self, messages: list[Message]) -> None:
+        for index, message in enumerate(messages):
+            if message.error() is not None:
+                self._on_consume_error(message)
+                continue
+            if not self._send(message):
+                self.backlog = messages[index:]
+                self._pause(True)
+                return
+
+    def _send(self, message: Message) -> bool:
+        """Produce one record to the same partition of its target topic; False when the queue is full."""
+        headers = message.headers()
+        if headers is not None and should_skip(headers, self.route.target):
+            return True  # it came from our target: copying it back would loop
+        if self.add_origin:
+            headers = with_origin(headers, self.route.source)
+        topic, partition = message.topic(), message.partition()
+        kind, timestamp = message.timestamp()
+        try:
+            self._producer.produce(  # type: ignore[union-attr]
+                self.subscription.target_of[topic], message.value(), message.key(),
+                partition=partition, timestamp=timestamp if kind else 0, headers=headers,
+            )
+        except BufferError:
+            return False
+        self.ledgers[(topic, partition)].produced(message.offset())
+        return True
+
+    def _drain_backlog(self) -> bool:
+        """Send what the full queue refused earlier; True once the backlog is empty."""
+        self._producer.poll(0.05)  # type: ignore[union-attr]
+        while self.backlog:
+            message = self.backlog[0]
+            if (message.topic(), message.partition()) in self.ledgers and not self._send(message):
+                return False
+            self.backlog.pop(0)
+        self._pause(False)
+        return True
+
+    def _pause(self, paused: bool) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        assignment = consumer.assignment()
+        if assignment:
+            (consumer.pause if paused else consumer.resume)(assignment)
+        log.warning("target %s: %s", "queue full, pausing the source" if paused else "caught up, resuming",
+                    self.route.target) if paused else log.info("target queue drained, resuming")
+
+    def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
+        topic = message.topic()
+        if topic == self.subscription.sync_topic:
+            self._on_sync_delivery(error, message)
+            return
+        source_topic = self.subscription.source_of.get(topic)
+        key = (source_topic, message.partition())
+        ledger = self.ledgers.get(key)  # type: ignore[arg-type]
+        if error is not None:
+            self._fail_delivery(error, key, ledger)
+            return
+        if ledger is None:
+            return  # revoked and flushed meanwhile: the new owner re-copies from the commit
+        source_offset = ledger.delivered()
+        sync = self.writers[key].observe(source_offset, message.offset())  # type: ignore[index]
+        if sync is not None:
+            ledger.hold(sync.source_offset, sync.previous_source_offset)
+            sync_key, sync_value = encode_sync(sync)
+            self._producer.produce(self.subscription.sync_topic, sync_value, sync_key)  # type: ignore[union-attr]
+        self.dirty.add(key)  # type: ignore[arg-type]
+        self.meter.records[source_topic] += 1  # type: ignore[index]
+        self.meter.bytes[source_topic] += len(message.value() or b"") + len(message.key() or b"")  # type: ignore[index]
+        if source_offset % 64 == 0:
+            kind, ts = message.timestamp()
+            if kind and ts > 0:
+                metrics.LATENCY.labels(self.route.name).observe(max(0.0, time.time() - ts / 1000))
+
+    def _on_sync_delivery(self, error: KafkaError | None, message: Message) -> None:
+        sync = decode_sync(message.key() or b"", message.value() or b"")
+        if error is not None:
+            self.failure = f"offset sync for {sync.topic}[{sync.partition}] not written: {error.str()}"
+            return
+        ledger = self.ledgers.get((sync.topic, sync.partition))
+        if ledger is not None:
+            ledger.release(sync.source_offset)
+            self.dirty.add((sync.topic, sync.partition))
+
+    def _fail_delivery(self, error: KafkaError, key: tuple[Any, int], ledger: PartitionLedger | None) -> None:
+        metrics.ERRORS.labels(self.route.name, error.name()).inc()
+        offset = ledger.delivered() if ledger is not None and len(ledger) else None
+        self.failure = (f"target refused the record of {key[0]}[{key[1]}] at source offset {offset}: "
+                        f"{error.name()}: {error.str()}")
+        log.error("route stopping route=%s reason=%r", self.route.name, self.failure)
+
+    def _store_offsets(self) -> None:
+        if not self.dirty or self._consumer is None:
+            return
+        offsets = []
+        stored_at = str(int(time.time() * 1000))  # `mirrorflow status` shows it as "last replicated"
+        for key in self.dirty:
+            ledger = self.ledgers.get(key)
+            position = ledger.commit_offset() if ledger is not None else None
+            if position is not None:
+                offsets.append(TopicPartition(key[0], key[1], position, metadata=stored_at))
+        self.dirty.clear()
+        if offsets:
+            self._consumer.store_offsets(offsets=offsets)
+
+    # -- rebalance and errors ------------------------------------------------------
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        positioned = self.positioner.place(consumer, partitions)
+        self.failure = self.failure or self.positioner.failure
+        for tp in positioned:
+            self.ledgers[(tp.topic, tp.partition)] = PartitionLedger()
+            self.writers[(tp.topic, tp.partition)] = OffsetSyncWriter(tp.topic, tp.partition)
+        consumer.incremental_assign(positioned)
+        metrics.ASSIGNED.labels(self.route.name).set(len(self.ledgers))
+        log.info("assigned route=%s partitions=%s", self.route.name,
+                 ",".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in positioned))
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Hand over cleanly: everything in flight acknowledged, stored and committed first."""
+        self._flush_and_commit(partitions)
+        self._forget(partitions)
+        consumer.incremental_unassign(partitions)
+        log.info("revoked route=%s partitions=%s", self.route.name,
+                 ",".join(f"{tp.topic}[{tp.partition}]" for tp in partitions))
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Lost (not handed over): another worker owns them now, commit nothing."""
+        self._forget(partitions)
+        consumer.incremental_unassign(partitions)
+        log.warning("partitions lost route=%s count=%s", self.route.name, len(partitions))
+
+    def _forget(self, partitions: list[TopicPartition]) -> None:
+        gone = {(tp.topic, tp.partition) for tp in partitions}
+        for key in gone:
+            self.ledgers.pop(key, None)
+            self.writers.pop(key, None)
+            self.dirty.discard(key)
+        self.backlog = [m for m in self.backlog if (m.topic(), m.partition()) not in gone]
+        metrics.ASSIGNED.labels(self.route.name).set(len(self.ledgers))
+
+    def _flush_and_commit(self, partitions: list[TopicPartition] | None = None) -> None:
+        producer, consumer = self._producer, self._consumer
+        assert producer is not None and consumer is not None
+        left = producer.flush(30)
+        if left and partitions is not None:
+            # Not acknowledged: not committed either, so the next owner copies them again
+            # (duplicates, never loss). Their late reports could not be told apart from a
+            # new assignment's, so this worker stops; a restart is the clean state.
+            self.failure = f"target did not acknowledge {left} records in 30 s during a hand-over"
+        self.dirty.update(self.ledgers if partitions is None else {(p.topic, p.partition) for p in partitions})
+        self._store_offsets()
+        try:
+            consumer.commit(asynchronous=False)
+            metrics.COMMITS.labels(self.route.name, "ok").inc()
+        except Exception as exc:  # noqa: BLE001 - "nothing to commit" is an exception too
+            if "NO_OFFSET" not in str(exc):
+                log.warning("commit failed route=%s error=%s", self.route.name, exc)
+
+    def _on_consume_error(self, message: Message) -> None:
+        error = message.error()
+        metrics.ERRORS.labels(self.route.name, error.name()).inc()
+        if error.code() == KafkaError._AUTO_OFFSET_RESET:
+            key = (message.topic(), message.partition())
+            ledger = self.ledgers.get(key)
+            position = ledger.committable if ledger is not None else None
+            self.failure = self.positioner.recover(self._consumer, key, position)  # type: ignore[arg-type]
+        elif error.fatal():
+            self.failure = f"source consumer: {error.str()}"
+        elif error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            self.subscription.force_refresh()
+        else:
+            log.warning("source error route=%s error=%s", self.route.name, error.str())
+
+    def _on_commit(self, error: KafkaError | None, _partitions: list[TopicPartition]) -> None:
+        ok = error is None or error.code() == KafkaError._NO_OFFSET
+        metrics.COMMITS.labels(self.route.name, "ok" if ok else "failed").inc()
+
+    def _shutdown(self) -> None:
+        if self._consumer is None:
+            return
+        try:
+            self._flush_and_commit()
+        finally:
+            self._consumer.close()
+            log.info("route stopped route=%s", self.route.name)

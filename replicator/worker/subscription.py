@@ -1,0 +1,83 @@
+"""What a running route subscribes to, re-evaluated every few seconds without a restart."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from confluent_kafka.admin import AdminClient
+
+from replicator.config import Config, RouteConfig
+from replicator.domain.replication_policy import policy_for
+from replicator.kafka.admin import create_topics
+from replicator.worker.clients import admin_settings
+from replicator.worker.state_link import StateLink
+from replicator.worker.topics import ensure_target_topics, select_topics, source_partitions
+
+if TYPE_CHECKING:
+    from replicator.state.store import StateStore
+
+log = logging.getLogger(__name__)
+
+REFRESH_SECONDS = 5.0
+
+
+def sync_topic_name(route: RouteConfig) -> str:
+    """The route's compacted offset-syncs topic on the target (excluded from every route)."""
+    return f"mirrorflow-offset-syncs.{route.name}.internal"
+
+
+class Subscription:
+    """The route's source topics, their target names, and the refresh clock."""
+
+    def __init__(self, config: Config, route: RouteConfig, store: StateStore | None = None,
+                 refresh_seconds: float = REFRESH_SECONDS) -> None:
+        self.config, self.route, self.refresh_seconds = config, route, refresh_seconds
+        kind = route.policy if isinstance(route.policy, str) else route.policy.mapping
+        self.policy = policy_for(kind, route.separator, config.clusters)
+        self.sync_topic = sync_topic_name(route)
+        self.target_of: dict[str, str] = {}
+        self.source_of: dict[str, str] = {}
+        self.partitions: dict[str, int] = {}
+        self.state = StateLink(route, store)
+        self._next = 0.0
+        self._source: AdminClient | None = None
+        self._target: AdminClient | None = None
+
+    def open(self) -> None:
+        """Connect the admin clients and create the offset-syncs topic if missing."""
+        self._source = AdminClient(admin_settings(self.config.cluster(self.route.source).client_properties()))
+        target_props = self.config.cluster(self.route.target).client_properties()
+        self._target = AdminClient(admin_settings(target_props))
+        create_topics(admin_settings(target_props), {self.sync_topic: 1}, {"cleanup.policy": "compact"})
+
+    def due(self) -> bool:
+        """Time to look at the source's topics again."""
+        return time.monotonic() >= self._next
+
+    def force_refresh(self) -> None:
+        """Look again at the next loop iteration (a topic vanished, say)."""
+        self._next = 0.0
+
+    def refresh(self) -> list[str] | None:
+        """The new topic list when it changed (target topics ready), else None."""
+        assert self._source is not None and self._target is not None
+        self._next = time.monotonic() + self.refresh_seconds
+        added, removed = self.state.manual_topics()
+        selection = select_topics(source_partitions(self._source), self.route.topic_filter, self.policy,
+                                  self.route.target, added, removed)
+        if dict(selection.partitions) == self.partitions:
+            return None
+        wanted = {self.policy.format_remote_topic(self.route.source, t): (t, n)
+                  for t, n in selection.partitions.items()}
+        ensure_target_topics(self._source, self._target, wanted)
+        self.target_of = {src: target for target, (src, _) in wanted.items()}
+        self.source_of = {target: src for target, (src, _) in wanted.items()}
+        gone = sorted(set(self.partitions) - set(selection.partitions))
+        new = sorted(set(selection.partitions) - set(self.partitions))
+        self.partitions = dict(selection.partitions)
+        log.info("subscription route=%s topics=%d added=%s removed=%s", self.route.name,
+                 len(self.partitions), ",".join(new) or "-", ",".join(gone) or "-")
+        self.state.replicating(new, gone)
+        return selection.names

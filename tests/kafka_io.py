@@ -1,0 +1,102 @@
+"""Produce, read and measure topics in tests (real clusters, confluent-kafka)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+Headers = list[tuple[str, bytes | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Rec:
+    """What a user relies on in a record (its offset aside)."""
+
+    partition: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    timestamp: int
+
+
+def produce(bootstrap: str, topic: str, records: Iterable[Rec], **config: str) -> int:
+    """Produce ``records`` (to their partitions, with their timestamps); returns how many."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": "true",
+                         "linger.ms": "20", **config})
+    count = 0
+    for rec in records:
+        while True:
+            try:
+                producer.produce(topic, rec.value, rec.key, partition=rec.partition,
+                                 timestamp=rec.timestamp, headers=list(rec.headers) or None)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        count += 1
+        if count % 1000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0, "records not delivered"
+    return count
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    """High watermark per partition (0 for a partition that does not exist yet)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorflow-tests-watermarks"})
+    ends = {}
+    try:
+        for p in range(partitions):
+            try:
+                ends[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            except KafkaException:
+                ends[p] = 0
+    finally:
+        consumer.close()
+    return ends
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 60) -> dict[int, list[Rec]]:
+    """Every record of ``topic`` from the start to the current end, per partition, in order."""
+    ends = end_offsets(bootstrap, topic, partitions)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorflow-tests-reader",
+                         "enable.auto.commit": "false", "fetch.max.bytes": "52428800"})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out: dict[int, list[Rec]] = {p: [] for p in range(partitions)}
+    last = {p: -1 for p in range(partitions)}
+    deadline = time.monotonic() + timeout
+    try:
+        while any(last[p] + 1 < ends[p] for p in range(partitions)):
+            assert time.monotonic() < deadline, f"reading {topic} timed out"
+            for msg in consumer.consume(5000, 1.0):
+                assert msg.error() is None, msg.error()
+                out[msg.partition()].append(Rec(msg.partition(), msg.key(), msg.value(),
+                                                tuple(msg.headers() or ()), msg.timestamp()[1]))
+                last[msg.partition()] = msg.offset()
+    finally:
+        consumer.close()
+    return out
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll ``condition`` every 0.25 s; fail the test naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting for {what}"
+        time.sleep(0.25)
+
+
+def total(counts: Mapping[int, int]) -> int:
+    """Sum of a per-partition mapping."""
+    return sum(counts.values())
+
+
+def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """The group's committed offset per partition (-1 where none), read without joining it."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+    finally:
+        consumer.close()
+    return {tp.partition: max(tp.offset, -1) for tp in found}

@@ -1,0 +1,42 @@
+"""The commit ledger: only acknowledged records, in order, explained by acknowledged syncs."""
+
+from __future__ import annotations
+
+from replicator.domain.inflight import PartitionLedger
+
+
+def test_commit_follows_in_order_deliveries() -> None:
+    ledger = PartitionLedger()
+    assert ledger.commit_offset() is None
+    for offset in (5, 6, 9):  # 7, 8: a gap in the source (markers, compaction)
+        ledger.produced(offset)
+    assert len(ledger) == 3 and ledger.commit_offset() is None
+    assert ledger.delivered() == 5 and ledger.commit_offset() == 6
+    assert ledger.delivered() == 6 and ledger.delivered() == 9
+    assert ledger.commit_offset() == 10 and len(ledger) == 0
+
+
+def test_unacknowledged_sync_holds_commit_at_end_of_previous_run() -> None:
+    ledger = PartitionLedger()
+    for offset in (0, 1, 2, 5, 6):
+        ledger.produced(offset)
+    ledger.hold(0, None)
+    for _ in range(3):
+        ledger.delivered()
+    assert ledger.commit_offset() == 0  # the first sync is not acknowledged yet
+    ledger.release(0)
+    assert ledger.commit_offset() == 3
+    ledger.delivered()  # offset 5: a new run (gap 3-4), its sync is in flight
+    ledger.hold(5, 2)
+    ledger.delivered()
+    assert ledger.commit_offset() == 3
+    ledger.release(5)
+    assert ledger.commit_offset() == 7
+
+
+def test_clear_forgets_everything() -> None:
+    ledger = PartitionLedger()
+    ledger.produced(1)
+    ledger.hold(1, None)
+    ledger.clear()
+    assert len(ledger) == 0 and ledger.commit_offset() is None
