@@ -42,7 +42,9 @@ def route_status(config: Config, route: RouteConfig, timeout: float = 15.0) -> l
     kind = route.policy if isinstance(route.policy, str) else route.policy.mapping
     policy = policy_for(kind, route.separator, config.clusters)
     try:
-        topics = select_topics(source_partitions(admin, timeout), route.topic_filter, policy, route.target)
+        added, removed = _manual_topics(config, route)
+        topics = select_topics(source_partitions(admin, timeout), route.topic_filter, policy, route.target,
+                               added, removed)
         partitions = [TopicPartition(t, p) for t, n in topics.partitions.items() for p in range(n)]
         if not partitions:
             return []
@@ -58,6 +60,18 @@ def route_status(config: Config, route: RouteConfig, timeout: float = 15.0) -> l
                         tp.offset if tp.offset >= 0 else None, _stored_at(tp.metadata))
         for tp in sorted(committed, key=lambda t: (t.topic, t.partition))
     ]
+
+
+def _manual_topics(config: Config, route: RouteConfig) -> tuple[set[str], set[str]]:
+    """Topics added or removed by ``mirrorflow topics`` (the workers read the same rows)."""
+    from replicator.state.store import StateStore
+    from replicator.worker.state_link import StateLink
+
+    store = StateStore(config.state.url)
+    try:
+        return StateLink(route, store).manual_topics()
+    finally:
+        store.close()
 
 
 def _committed(config: Config, route: RouteConfig, partitions: list[TopicPartition],

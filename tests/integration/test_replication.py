@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,12 +21,13 @@ BASE_TS = int(time.time() * 1000) - 86_400_000  # recent: older records fall to 
 def _records(partitions: int, per_partition: int, tag: str) -> list[Rec]:
     """Keys (some null), values (some tombstones, binary), headers (some none), CreateTimes."""
     out = []
+    tag_ts = BASE_TS + zlib.crc32(tag.encode()) % 1000 * 100_000  # same n, other tag: another record
     for n in range(per_partition):
         for p in range(partitions):
             headers = ((("seq", str(n).encode()), ("tag", tag.encode()), ("nul", None)) if n % 3 else ())
             out.append(Rec(p, None if n % 11 == 0 else f"{tag}-{p}-{n}".encode(),
                            None if n % 17 == 0 else bytes([n % 256, 0, 255]) + f"{tag}{n}".encode() * (n % 5),
-                           headers, BASE_TS + n))
+                           headers, tag_ts + n))
     return out
 
 
