@@ -26,3 +26,4 @@ def setup_logging(level: str = "warning") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    logging.getLogger("alembic").setLevel(max(logging.WARNING, root.level))  # its INFO is noise to users

@@ -51,7 +51,7 @@ def start_pair(home: Path, ports: Mapping[str, int], **options: object) -> list[
 class Worker:
     """A ``mirrorflow run`` process, as an operator runs it (stderr kept in a file)."""
 
-    def __init__(self, config: Path, *routes: str, log_dir: Path) -> None:
+    def __init__(self, config: Path, *routes: str, log_dir: Path, extra: list[str] | None = None) -> None:
         import subprocess
         import sys
 
@@ -60,6 +60,7 @@ class Worker:
                 "--config", str(config)]
         for route in routes:
             args += ["--route", route]
+        args += extra or []
         self._out = open(self.log, "wb")  # noqa: SIM115 - closed in wait()
         self.process = subprocess.Popen(args, stdout=self._out, stderr=subprocess.STDOUT)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -38,9 +39,11 @@ def run_routes(args: argparse.Namespace) -> int:
         raise ConfigError("the config has no routes to run")
     for route in routes:
         preflight(config, route)
-        log.warning("route %s: %s -> %s, topics %s, policy %s, source %s", route.name, route.source,
-                    route.target, list(route.topics), route.policy,
-                    redact(config.cluster(route.source).properties))
+        sys.stderr.write(
+            f"mirrorflow run: route {route.name}: {route.source} -> {route.target}, topics "
+            f"{list(route.topics)}, policy {route.policy}, source {redact(config.cluster(route.source).properties)}, "
+            f"target {redact(config.cluster(route.target).properties)}\n"
+        )
     from replicator.state.repository import register_routes
     from replicator.state.store import StateStore
 

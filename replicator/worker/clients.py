@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,7 +22,7 @@ CONSUMER_DEFAULTS = {
     "fetch.min.bytes": "1",
     "fetch.wait.max.ms": "50",
     "queued.max.messages.kbytes": "65536",
-    "statistics.interval.ms": "0",
+    "statistics.interval.ms": "5000",  # feeds the per-partition lag gauge
 }
 PRODUCER_FIXED = {
     "acks": "all",
@@ -35,6 +36,10 @@ PRODUCER_DEFAULTS = {
     "queue.buffering.max.messages": "200000",
     "queue.buffering.max.kbytes": str(256 * 1024),
 }
+
+
+# librdkafka's own log lines go through our structured logging, not raw to stderr.
+LIBRDKAFKA_LOG = logging.getLogger("replicator.librdkafka")
 
 
 def group_id(route: RouteConfig) -> str:
@@ -51,6 +56,7 @@ def consumer_settings(config: Config, route: RouteConfig, **callbacks: Callable[
         **CONSUMER_FIXED,
         "group.id": group_id(route),
         "client.id": f"mirrorflow-{route.name}-consumer",
+        "logger": LIBRDKAFKA_LOG,
         **callbacks,
     }
 
@@ -63,6 +69,7 @@ def producer_settings(config: Config, route: RouteConfig, **callbacks: Callable[
         **target.client_properties(route.producer),
         **PRODUCER_FIXED,
         "client.id": f"mirrorflow-{route.name}-producer",
+        "logger": LIBRDKAFKA_LOG,
         **callbacks,
     }
 

@@ -7,6 +7,7 @@ after the target acknowledged that record and all before it (PartitionLedger).
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -59,7 +60,8 @@ class RouteWorker:
     def run(self, stop: threading.Event) -> None:
         """The main loop; flushes, commits and closes on the way out."""
         self._producer = Producer(producer_settings(self.config, self.route, on_delivery=self._on_delivery))
-        self._consumer = Consumer(consumer_settings(self.config, self.route, on_commit=self._on_commit))
+        self._consumer = Consumer(consumer_settings(self.config, self.route, on_commit=self._on_commit,
+                                                    stats_cb=self._on_stats))
         self.subscription.open()
         log.info("route starting route=%s source=%s target=%s group=%s", self.route.name,
                  self.route.source, self.route.target, f"mirrorflow-{self.route.name}")
@@ -267,6 +269,14 @@ class RouteWorker:
             self.subscription.force_refresh()
         else:
             log.warning("source error route=%s error=%s", self.route.name, error.str())
+
+    def _on_stats(self, stats_json: str) -> None:
+        """librdkafka's statistics (every 5 s): lag per owned partition, from the stored offsets."""
+        for topic, data in json.loads(stats_json).get("topics", {}).items():
+            for partition, pdata in data.get("partitions", {}).items():
+                lag = pdata.get("consumer_lag_stored", -1)
+                if partition != "-1" and lag >= 0 and (topic, int(partition)) in self.ledgers:
+                    metrics.LAG.labels(self.route.name, topic, partition).set(lag)
 
     def _on_commit(self, error: KafkaError | None, _partitions: list[TopicPartition]) -> None:
         ok = error is None or error.code() == KafkaError._NO_OFFSET
