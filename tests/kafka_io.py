@@ -26,11 +26,16 @@ def produce(bootstrap: str, topic: str, records: Iterable[Rec], **config: str) -
     """Produce ``records`` (to their partitions, with their timestamps); returns how many."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": "true",
                          "linger.ms": "20", **config})
-    count = 0
+    count, failures = 0, []
+
+    def delivered(error: object, _message: object) -> None:
+        if error is not None:
+            failures.append(str(error))
+
     for rec in records:
         while True:
             try:
-                producer.produce(topic, rec.value, rec.key, partition=rec.partition,
+                producer.produce(topic, rec.value, rec.key, partition=rec.partition, on_delivery=delivered,
                                  timestamp=rec.timestamp, headers=list(rec.headers) or None)
                 break
             except BufferError:
@@ -39,6 +44,7 @@ def produce(bootstrap: str, topic: str, records: Iterable[Rec], **config: str) -
         if count % 1000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0, "records not delivered"
+    assert not failures, f"{len(failures)} records refused, first: {failures[0]}"
     return count
 
 

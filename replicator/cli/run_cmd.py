@@ -48,8 +48,7 @@ def run_routes(args: argparse.Namespace) -> int:
     from replicator.state.store import StateStore
 
     store = StateStore(config.state.url)  # migrated once, before the threads share it
-    with store.session() as session:
-        register_routes(session, routes)
+    store.run(lambda session: register_routes(session, routes))
     if args.metrics_port:
         metrics.serve(args.metrics_port)
     stop = threading.Event()

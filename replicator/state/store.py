@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
@@ -13,7 +15,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from replicator.errors import StateStoreError
@@ -21,6 +23,8 @@ from replicator.paths import SQL_DIR
 
 MIGRATIONS_DIR = SQL_DIR / "migrations"
 VERSION_TABLE = "mf_alembic_version"  # not Alembic's default: the DB may be shared with Airflow's
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +102,23 @@ class StateStore:
         """A session committed on success and rolled back on error."""
         with self._sessions.begin() as session:
             yield session
+
+    def run(self, work: Callable[[Session], T], attempts: int = 3) -> T:
+        """``work`` in its own transaction, retried when a concurrent writer got there first.
+
+        Two workers of a route start together and upsert the same rows: the loser of
+        that race sees an IntegrityError (or SQLite's "database is locked"), and the
+        retry finds the row the winner wrote.
+        """
+        for attempt in range(1, attempts + 1):
+            try:
+                with self.session() as session:
+                    return work(session)
+            except (IntegrityError, OperationalError) as exc:
+                if attempt == attempts:
+                    raise StateStoreError(f"state database write failed: {exc.orig}") from None
+                time.sleep(0.1 * attempt)
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         """Release the connections."""

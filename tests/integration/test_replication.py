@@ -21,7 +21,7 @@ BASE_TS = int(time.time() * 1000) - 86_400_000  # recent: older records fall to 
 def _records(partitions: int, per_partition: int, tag: str) -> list[Rec]:
     """Keys (some null), values (some tombstones, binary), headers (some none), CreateTimes."""
     out = []
-    tag_ts = BASE_TS + zlib.crc32(tag.encode()) % 1000 * 100_000  # same n, other tag: another record
+    tag_ts = BASE_TS - zlib.crc32(tag.encode()) % 1000 * 100_000  # same n, other tag: another record (never in the future: brokers refuse that)
     for n in range(per_partition):
         for p in range(partitions):
             headers = ((("seq", str(n).encode()), ("tag", tag.encode()), ("nul", None)) if n % 3 else ())
