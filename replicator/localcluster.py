@@ -112,7 +112,10 @@ def server_properties(spec: LocalClusterSpec) -> dict[str, str]:
 
 def new_cluster_id() -> str:
     """A random Kafka cluster id (a UUID in Kafka's base64url form)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):  # as Kafka's own: a leading dash reads as an option
+            return cluster_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,6 +103,10 @@ def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[i
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     try:
         found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+    except KafkaException as exc:
+        if exc.args[0].retriable() or exc.args[0].name() in ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS"):
+            return {}  # a new group's coordinator is settling: callers poll again
+        raise
     finally:
         consumer.close()
     return {tp.partition: max(tp.offset, -1) for tp in found}

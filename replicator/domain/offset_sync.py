@@ -138,7 +138,14 @@ def _run_starts(syncs: Sequence[OffsetSync]) -> list[OffsetSync]:
         kept = best.get(sync.source_offset)
         if kept is None or _rank(sync) > _rank(kept):
             best[sync.source_offset] = sync
-    return sorted(best.values(), key=lambda s: s.source_offset)
+    runs: list[OffsetSync] = []
+    for sync in sorted(best.values(), key=lambda s: s.source_offset):
+        # One copy of the partition has run starts rising on both sides. A start
+        # placed below an earlier one is what is left of a copy that a re-run,
+        # resumed from an earlier offset, has since superseded: drop it.
+        if not runs or sync.target_offset > runs[-1].target_offset:
+            runs.append(sync)
+    return runs
 
 
 def _rank(sync: OffsetSync) -> tuple[int, int]:

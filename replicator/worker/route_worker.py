@@ -81,7 +81,10 @@ class RouteWorker:
             if self.backlog and not self._drain_backlog():
                 consumer.consume(1, 0.05)  # keeps group membership while the target is slow
             else:
-                self._replicate(consumer.consume(self.batch_size, 0.05))
+                messages = consumer.consume(self.batch_size, 0.05)
+                if self.failure:
+                    break
+                self._replicate(messages)
             producer.poll(0)
             self._store_offsets()
             self.meter.publish()
@@ -210,6 +213,8 @@ class RouteWorker:
             self.ledgers[(tp.topic, tp.partition)] = PartitionLedger()
             self.writers[(tp.topic, tp.partition)] = OffsetSyncWriter(tp.topic, tp.partition)
         consumer.incremental_assign(positioned)
+        if self.failure:
+            consumer.pause(positioned)  # on_data_loss: fail -- copy nothing past the gap
         metrics.ASSIGNED.labels(self.route.name).set(len(self.ledgers))
         log.info("assigned route=%s partitions=%s", self.route.name,
                  ",".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in positioned))
