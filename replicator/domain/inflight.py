@@ -38,6 +38,10 @@ class PartitionLedger:
         """A record was handed to the producer."""
         self._fifo.append(offset)
 
+    def peek(self) -> int:
+        """The oldest source offset still in flight (the next delivery report's)."""
+        return self._fifo[0]
+
     def delivered(self) -> int:
         """The oldest record in flight was acknowledged; returns its source offset."""
         offset = self._fifo.popleft()
@@ -53,6 +57,11 @@ class PartitionLedger:
     def release(self, sync_source_offset: int) -> None:
         """The sync starting at ``sync_source_offset`` was acknowledged."""
         self._holds.pop(sync_source_offset, None)
+
+    def block(self, offset: int) -> None:
+        """The target refused the record at ``offset``: never commit past it, whatever
+        is acknowledged after it."""
+        self._holds[-1] = min(offset, self._holds.get(-1, offset))
 
     def commit_offset(self) -> int | None:
         """The offset to commit now: acknowledged, and explained by acknowledged syncs."""

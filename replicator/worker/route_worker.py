@@ -51,6 +51,8 @@ class RouteWorker:
         self.dirty: set[TP] = set()
         self.backlog: list[Message] = []
         self.failure: str | None = None
+        self.refused: list[tuple[int | None, KafkaError]] = []
+        self._sizes: dict[int, int] = {}  # source offset -> bytes, of records refused as too large
         self.meter = metrics.RouteMeter(route.name)
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
@@ -155,6 +157,8 @@ class RouteWorker:
         key = (source_topic, message.partition())
         ledger = self.ledgers.get(key)  # type: ignore[arg-type]
         if error is not None:
+            if error.code() == KafkaError.MSG_SIZE_TOO_LARGE and ledger is not None and len(ledger):
+                self._sizes[ledger.peek()] = len(message.value() or b"") + len(message.key() or b"")
             self._fail_delivery(error, key, ledger)
             return
         if ledger is None:
@@ -184,11 +188,26 @@ class RouteWorker:
             self.dirty.add((sync.topic, sync.partition))
 
     def _fail_delivery(self, error: KafkaError, key: tuple[Any, int], ledger: PartitionLedger | None) -> None:
+        """Stop the route: never commit at or past the refused record (a refused batch
+        fails every record in it), and name the record at fault."""
         metrics.ERRORS.labels(self.route.name, error.name()).inc()
         offset = ledger.delivered() if ledger is not None and len(ledger) else None
-        self.failure = (f"target refused the record of {key[0]}[{key[1]}] at source offset {offset}: "
-                        f"{error.name()}: {error.str()}")
-        log.error("route stopping route=%s reason=%r", self.route.name, self.failure)
+        if ledger is not None and offset is not None:
+            ledger.block(offset)  # later records may still be acked: the commit must not pass this one
+        self.refused.append((offset, error))
+        if self.failure is None:
+            log.error("target refused records route=%s topic=%s partition=%s first_offset=%s error=%s",
+                      self.route.name, key[0], key[1], offset, error.name())
+        self.failure = self._describe_refusal(key)
+
+    def _describe_refusal(self, key: tuple[Any, int]) -> str:
+        first, error = self.refused[0]
+        where = f"{key[0]}[{key[1]}]"
+        if error.code() == KafkaError.MSG_SIZE_TOO_LARGE and self._sizes:
+            offset, size = max(self._sizes.items(), key=lambda item: item[1])
+            return (f"the record of {where} at source offset {offset} ({size} bytes) is larger than the "
+                    f"target accepts (MSG_SIZE_TOO_LARGE); nothing from offset {first} on was committed")
+        return f"target refused the record of {where} at source offset {first}: {error.name()}: {error.str()}"
 
     def _store_offsets(self) -> None:
         if not self.dirty or self._consumer is None:

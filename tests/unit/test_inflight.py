@@ -40,3 +40,15 @@ def test_clear_forgets_everything() -> None:
     ledger.hold(1, None)
     ledger.clear()
     assert len(ledger) == 0 and ledger.commit_offset() is None
+
+
+def test_a_refused_record_blocks_the_commit_for_good() -> None:
+    ledger = PartitionLedger()
+    for offset in range(5):
+        ledger.produced(offset)
+    ledger.delivered()
+    refused = ledger.delivered()  # offset 1: the target said no
+    ledger.block(refused)
+    ledger.delivered()
+    ledger.delivered()
+    assert ledger.commit_offset() == 1
