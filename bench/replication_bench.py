@@ -192,6 +192,7 @@ class Env:
     target: str
     records: int
     latency_seconds: float
+    latency_fraction: float = 0.5
 
 
 def raw_producer(env: Env, topic: str, size: int) -> dict[str, Any]:
@@ -467,7 +468,7 @@ def run_peer(env: Env, label: str, start: Any, size: int, topic: str, latency_to
 def bench_size(env: Env, size: int) -> dict[str, Any]:
     topic, lat_mf, lat_mm2 = f"bench-{size}", f"lat-mf-{size}", f"lat-mm2-{size}"
     create_topics(env.source, {topic: PARTITIONS, lat_mf: PARTITIONS, lat_mm2: PARTITIONS})
-    out: dict[str, Any] = {"size": size, "records": env.records}
+    out: dict[str, Any] = {"size": size, "records": env.records, "latency_fraction": env.latency_fraction}
     for name, step in (("raw_producer", lambda: raw_producer(env, topic, size)),
                        ("raw_consumer", lambda: raw_consumer(env, topic))):
         try:
@@ -481,10 +482,11 @@ def bench_size(env: Env, size: int) -> dict[str, Any]:
     # The latency rate is half MirrorFlow's copy rate, capped at half of what the raw producer
     # reached: on a small machine (2 cores for 2 brokers, the producer, the peer and the latency
     # reader) a faster rate saturates the *producer*, whose queueing then dominates the figures.
-    raw_cap = int(out["raw_producer"].get("records_per_s", 0) / 2) or None
+    share = env.latency_fraction
+    raw_cap = int(out["raw_producer"].get("records_per_s", 0) * share) or None
 
     def capped(copy_rate: float) -> int:
-        return max(1, min(int(copy_rate / 2), raw_cap or int(copy_rate / 2)))
+        return max(1, min(int(copy_rate * share), raw_cap or int(copy_rate * share)))
 
     def mf_rate(copy: dict[str, Any]) -> int:
         rate["r"] = capped(copy["records_per_s"])
@@ -540,7 +542,7 @@ def table(results: list[dict[str, Any]]) -> str:
                      f"{_ratio(mfc.get('cpu_s_per_gib'), mmc.get('cpu_s_per_gib')):>11}"
                      f"{_ratio(mfl.get('p50_ms'), mml.get('p50_ms')):>9}{_ratio(mfl.get('p99_ms'), mml.get('p99_ms')):>9}")
         if mfl.get("rate"):
-            lines.append(f"(latency at {mfl['rate']:,} rec/s = half MirrorFlow's copy rate, capped at half the raw "
+            lines.append(f"(latency at {mfl['rate']:,} rec/s = {res.get('latency_fraction', 0.5)} x MirrorFlow's copy rate, at most that x the raw "
                          f"producer's; source-side send->ack p50/p99 during it: MF run "
                          f"{mfl.get('producer_ack_p50_ms')}/{mfl.get('producer_ack_p99_ms')} ms, MM2 run "
                          f"{mml.get('producer_ack_p50_ms')}/{mml.get('producer_ack_p99_ms')} ms;\n "
@@ -554,6 +556,9 @@ def main() -> int:
     parser.add_argument("--sizes", default="100,1024", help="record sizes in bytes, comma-separated")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 200,000 records, 10 s latency runs")
     parser.add_argument("--latency-seconds", type=float, help="length of each latency run (default 20; --quick 10)")
+    parser.add_argument("--latency-fraction", type=float, default=0.5,
+                        help="latency-run rate as a fraction of MirrorFlow's copy rate (and at most that "
+                             "fraction of the raw producer's); default 0.5")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, cluster data)")
     args = parser.parse_args()
     records = args.records or (200_000 if args.quick else 1_000_000)
@@ -576,7 +581,7 @@ def main() -> int:
         progress(f"starting clusters source=127.0.0.1:{ports['source']} target=127.0.0.1:{ports['target']} (heap 1g)")
         clusters = start_pair(work / "clusters", ports, heap="1g")
         env = Env(work, clusters[0].spec.bootstrap_servers, clusters[1].spec.bootstrap_servers,
-                  records, latency_seconds)
+                  records, latency_seconds, args.latency_fraction)
         for size in sizes:
             progress(f"--- record size {size} B ---")
             results.append(bench_size(env, size))

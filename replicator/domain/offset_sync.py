@@ -21,8 +21,11 @@ Offsets are Kafka's "next to read" positions. Worked example: records at source
 last copy. At 8 the route has not copied 7 yet; resuming at 5 may repeat it.
 
 Contract with the hot path: ``replicated_end`` is the route's committed offset,
-i.e. the last acknowledged record + 1 (not a position past trailing markers), and
-that offset is committed only once the syncs explaining it are acknowledged.
+i.e. the last acknowledged record + 1 (not a position past trailing markers); that
+offset is committed only once the syncs explaining it are acknowledged; and the
+syncs of one partition go, in order, to one partition of the syncs topic, so a crash
+loses only a tail of them. A re-run after a crash copies records again further on
+the target; its syncs supersede the older ones they overlap.
 """
 
 from __future__ import annotations
@@ -156,9 +159,10 @@ def _rank(sync: OffsetSync) -> tuple[int, int]:
 def _inside(run: OffsetSync, following: OffsetSync, committed: int) -> Exact:
     end = following.previous_source_offset
     if end is None or not run.source_offset <= end < following.source_offset:
-        # A restarted writer did not record where this run ended. Every record
-        # before `following` has this run's delta (the contract), so the run's
-        # extrapolation, capped by the next run start, skips and repeats nothing.
+        # A restarted writer did not record where this run ended. No sync before
+        # the commit is ever missing (the contract), so the records up to
+        # `following` continue this run: extrapolating it, capped by the next run
+        # start, skips and repeats no copied record (it may land on foreign ones).
         return Exact(
             min(run.target_offset + committed - run.source_offset, following.target_offset)
         )
