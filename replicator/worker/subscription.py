@@ -50,6 +50,7 @@ class Subscription:
         self._source = AdminClient(admin_settings(self.config.cluster(self.route.source).client_properties()))
         target_props = self.config.cluster(self.route.target).client_properties()
         self._target = AdminClient(admin_settings(target_props))
+        # One partition: every sync of a source partition lands, in order, in one log.
         create_topics(admin_settings(target_props), {self.sync_topic: 1}, {"cleanup.policy": "compact"})
 
     def due(self) -> bool:

@@ -1,0 +1,80 @@
+"""The offset syncs a worker writes translate every source offset exactly, across transaction markers."""
+
+from __future__ import annotations
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from replicator.domain.offset_sync import Exact, decode_sync, translate
+from replicator.kafka.admin import create_topics
+from tests.integration.test_replication import _write_config, workers  # noqa: F401
+from tests.kafka_io import committed, end_offsets, wait_until
+from tests.support import Worker
+
+
+def _offsets_by_value(bootstrap: str, topic: str, end: int) -> dict[bytes, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "syncs-reader",
+                         "isolation.level": "read_committed", "enable.auto.commit": "false"})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    found: dict[bytes, int] = {}
+    try:
+        while not found or max(found.values()) < end - 1:
+            batch = consumer.consume(1000, 5)
+            assert batch, f"{topic}: read stalled at {len(found)} records"
+            for msg in batch:
+                if msg.error() is None:
+                    found[msg.value()] = msg.offset()
+            if len(found) and max(found.values()) >= end - 2:  # the last offset may be a marker
+                break
+    finally:
+        consumer.close()
+    return found
+
+
+def test_syncs_make_translation_exact_across_markers(primary, backup, unique_name, tmp_path, workers) -> None:  # type: ignore[no-untyped-def]
+    create_topics(primary.bootstrap_servers, {unique_name: 1})
+    producer = Producer({"bootstrap.servers": primary.bootstrap_servers, "transactional.id": unique_name})
+    producer.init_transactions(15)
+    for txn in range(30):  # each commit leaves a marker: a one-offset gap in the source
+        producer.begin_transaction()
+        for n in range(7):
+            producer.produce(unique_name, f"{txn}-{n}".encode(), partition=0)
+        producer.commit_transaction(15)
+    config = _write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+        {"name": "syncs", "source": "primary", "target": "backup", "topics": [unique_name]}])
+    workers.append(Worker(config, log_dir=tmp_path))
+    source_end = end_offsets(primary.bootstrap_servers, unique_name, 1)[0]
+    wait_until(lambda: total_copied(backup.bootstrap_servers, unique_name) == 210, 60, "the copy")
+    wait_until(lambda: committed(primary.bootstrap_servers, "mirrorflow-syncs", unique_name, 1).get(0, 0) > 0,
+               30, "a commit")
+    replicated_end = committed(primary.bootstrap_servers, "mirrorflow-syncs", unique_name, 1)[0]
+
+    source = _offsets_by_value(primary.bootstrap_servers, unique_name, source_end)
+    target = _offsets_by_value(backup.bootstrap_servers, f"primary.{unique_name}", 210)
+    syncs = _read_syncs(backup.bootstrap_servers, "mirrorflow-offset-syncs.syncs.internal", unique_name)
+    assert 30 <= len(syncs) <= 31, "one run per transaction (markers break runs), not one per record"
+    for value, offset in source.items():
+        if offset < replicated_end:
+            assert translate(syncs, offset, replicated_end) == Exact(target[value]), value
+
+
+def total_copied(bootstrap: str, topic: str) -> int:
+    return end_offsets(bootstrap, f"primary.{topic}", 1)[0]
+
+
+def _read_syncs(bootstrap: str, sync_topic: str, topic: str) -> list:  # type: ignore[type-arg]
+    end = end_offsets(bootstrap, sync_topic, 1)[0]
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "syncs-reader", "enable.auto.commit": "false"})
+    consumer.assign([TopicPartition(sync_topic, 0, 0)])
+    syncs = []
+    try:
+        position = 0
+        while position < end:
+            for msg in consumer.consume(1000, 5):
+                assert msg.error() is None
+                position = msg.offset() + 1
+                sync = decode_sync(msg.key(), msg.value())
+                if sync.topic == topic:
+                    syncs.append(sync)
+    finally:
+        consumer.close()
+    return syncs
