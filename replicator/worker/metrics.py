@@ -11,7 +11,7 @@ from collections import Counter as Tally
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 RECORDS = Counter("mirrorflow_records_replicated", "Records acknowledged by the target", ["route", "topic"])
-BYTES = Counter("mirrorflow_bytes_replicated", "Key+value bytes acknowledged by the target", ["route", "topic"])
+BYTES = Counter("mirrorflow_bytes_replicated", "Value bytes acknowledged by the target", ["route", "topic"])
 LATENCY = Histogram(
     "mirrorflow_replication_latency_seconds",
     "Target acknowledgement time minus the source record's timestamp (sampled)",

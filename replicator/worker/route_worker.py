@@ -171,7 +171,7 @@ class RouteWorker:
             self._producer.produce(self.subscription.sync_topic, sync_value, sync_key)  # type: ignore[union-attr]
         self.dirty.add(key)  # type: ignore[arg-type]
         self.meter.records[source_topic] += 1  # type: ignore[index]
-        self.meter.bytes[source_topic] += len(message.value() or b"") + len(message.key() or b"")  # type: ignore[index]
+        self.meter.bytes[source_topic] += len(message)  # value length, without copying the value  # type: ignore[index]
         if source_offset % 64 == 0:
             kind, ts = message.timestamp()
             if kind and ts > 0:
