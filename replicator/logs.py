@@ -27,3 +27,6 @@ def setup_logging(level: str = "warning") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     logging.getLogger("alembic").setLevel(max(logging.WARNING, root.level))  # its INFO is noise to users
+    # librdkafka repeats every failed reconnect; the worker logs each link change once.
+    quiet = root.level > logging.DEBUG
+    logging.getLogger("replicator.librdkafka").setLevel(logging.CRITICAL if quiet else logging.DEBUG)

@@ -38,7 +38,9 @@ PRODUCER_DEFAULTS = {
 }
 
 
-# librdkafka's own log lines go through our structured logging, not raw to stderr.
+# librdkafka's own log lines go through our structured logging, not raw to stderr. It
+# logs every failed reconnect; the worker reports link state changes itself (one line
+# each), so these are shown only with --log-level debug (see replicator.logs).
 LIBRDKAFKA_LOG = logging.getLogger("replicator.librdkafka")
 
 
@@ -76,4 +78,4 @@ def producer_settings(config: Config, route: RouteConfig, **callbacks: Callable[
 
 def admin_settings(properties: Mapping[str, str]) -> dict[str, Any]:
     """An admin client of a cluster, quiet about connection failures (we report them)."""
-    return {**properties, "log_level": "3"}
+    return {**properties, "logger": LIBRDKAFKA_LOG}

@@ -54,6 +54,7 @@ class RouteWorker:
         self.refused: list[tuple[int | None, KafkaError]] = []
         self._sizes: dict[int, int] = {}  # source offset -> bytes, of records refused as too large
         self.meter = metrics.RouteMeter(route.name)
+        self.down: set[str] = set()  # "source"/"target" while unreachable
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
 
@@ -61,9 +62,10 @@ class RouteWorker:
 
     def run(self, stop: threading.Event) -> None:
         """The main loop; flushes, commits and closes on the way out."""
-        self._producer = Producer(producer_settings(self.config, self.route, on_delivery=self._on_delivery))
+        self._producer = Producer(producer_settings(self.config, self.route, on_delivery=self._on_delivery,
+                                                    error_cb=self._link_error("target")))
         self._consumer = Consumer(consumer_settings(self.config, self.route, on_commit=self._on_commit,
-                                                    stats_cb=self._on_stats))
+                                                    stats_cb=self._on_stats, error_cb=self._link_error("source")))
         self.subscription.open()
         log.info("route starting route=%s source=%s target=%s group=%s", self.route.name,
                  self.route.source, self.route.target, f"mirrorflow-{self.route.name}")
@@ -100,6 +102,8 @@ class RouteWorker:
     # -- the copy ----------------------------------------------------------------
 
     def _replicate(self, messages: list[Message]) -> None:
+        if messages and "source" in self.down:
+            self._link_up("source")
         for index, message in enumerate(messages):
             if message.error() is not None:
                 self._on_consume_error(message)
@@ -145,8 +149,11 @@ class RouteWorker:
         assignment = consumer.assignment()
         if assignment:
             (consumer.pause if paused else consumer.resume)(assignment)
-        log.warning("target %s: %s", "queue full, pausing the source" if paused else "caught up, resuming",
-                    self.route.target) if paused else log.info("target queue drained, resuming")
+        if paused:
+            log.warning("target slow or unreachable, producer queue full: pausing the source route=%s",
+                        self.route.name)
+        else:
+            log.warning("producer queue drained: resuming the source route=%s", self.route.name)
 
     def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
         topic = message.topic()
@@ -161,6 +168,8 @@ class RouteWorker:
                 self._sizes[ledger.peek()] = len(message.value() or b"") + len(message.key() or b"")
             self._fail_delivery(error, key, ledger)
             return
+        if self.down:
+            self._link_up("target")
         if ledger is None:
             return  # revoked and flushed meanwhile: the new owner re-copies from the commit
         source_offset = ledger.delivered()
@@ -293,6 +302,23 @@ class RouteWorker:
             self.subscription.force_refresh()
         else:
             log.warning("source error route=%s error=%s", self.route.name, error.str())
+
+    def _link_error(self, side: str) -> Any:
+        """librdkafka's error callback for one side: log when that cluster becomes unreachable."""
+        def on_error(error: KafkaError) -> None:
+            if error.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT) and side not in self.down:
+                self.down.add(side)
+                metrics.ERRORS.labels(self.route.name, f"{side}_unreachable").inc()
+                log.warning("%s cluster unreachable, retrying (nothing new is committed) route=%s cluster=%s "
+                            "error=%r", side, self.route.name, getattr(self.route, side), error.str())
+            elif error.fatal():
+                self.failure = f"{side} client: {error.str()}"
+        return on_error
+
+    def _link_up(self, side: str) -> None:
+        self.down.discard(side)
+        log.warning("%s cluster reachable again route=%s cluster=%s", side, self.route.name,
+                    getattr(self.route, side))
 
     def _on_stats(self, stats_json: str) -> None:
         """librdkafka's statistics (every 5 s): lag per owned partition, from the stored offsets."""

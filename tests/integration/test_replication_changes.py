@@ -97,5 +97,9 @@ def test_target_down_then_back_loses_nothing(primary, unique_name, tmp_path, wor
             assert list(dict.fromkeys(got[p])) == want[p], f"partition {p}"
         code, seconds = worker.terminate()
         assert code == 0 and seconds < 10
+        log = worker.output()
+        assert log.count("target cluster unreachable") == 1, log[-3000:]  # one line per change
+        assert log.count("target cluster reachable again") == 1
+        assert "Connection refused" not in log  # librdkafka's per-retry lines stay quiet
     finally:
         target.stop()
