@@ -56,3 +56,23 @@ def test_deleted_source_topic_stops_alone(primary, backup, unique_name, tmp_path
     wait_until(lambda: f"removed={doomed}" in worker.output(), 20, "the worker to drop the deleted topic")
     assert worker.process.poll() is None
     assert total(end_offsets(backup.bootstrap_servers, f"primary.{doomed}", 1)) == 100  # the replica stays
+
+
+def test_identity_onto_the_same_cluster_is_refused(primary, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two names for one cluster (same cluster id): identity would copy every topic onto itself."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    config = tmp_path / "m.yaml"
+    config.write_text(
+        f"clusters: {{here: {{bootstrap.servers: '{primary.bootstrap_servers}'}}, "
+        f"alias: {{bootstrap.servers: 'localhost:{primary.bootstrap_servers.rsplit(':', 1)[1]}'}}}}\n"
+        "routes: [{name: self, source: here, target: alias, topics: [x], policy: identity}]\n"
+        f"state: {{url: 'sqlite:///{tmp_path / 'state.db'}'}}\n"
+    )
+    done = subprocess.run([str(Path(sys.executable).parent / "mirrorflow"), "run", "--config", str(config)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "route self: source 'here' and target 'alias' are the same cluster" in done.stderr
+    assert "Traceback" not in done.stderr
