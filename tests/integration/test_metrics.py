@@ -5,8 +5,8 @@ from __future__ import annotations
 import urllib.request
 
 from replicator.kafka.admin import create_topics
-from tests.integration.test_replication import _records, _write_config, workers  # noqa: F401
 from tests.kafka_io import end_offsets, produce, total, wait_until
+from tests.records import make_records, write_config
 from tests.support import Worker, free_port
 
 
@@ -20,8 +20,8 @@ def _scrape(port: int) -> str:
 
 def test_metrics_endpoint(primary, backup, unique_name, tmp_path, workers) -> None:  # type: ignore[no-untyped-def]
     create_topics(primary.bootstrap_servers, {unique_name: 2})
-    produce(primary.bootstrap_servers, unique_name, _records(2, 1_000, "m"))
-    config = _write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+    produce(primary.bootstrap_servers, unique_name, make_records(2, 1_000, "m"))
+    config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
         {"name": "metered", "source": "primary", "target": "backup", "topics": [unique_name]}])
     port = free_port()
     worker = Worker(config, "metered", log_dir=tmp_path, extra=["--metrics-port", str(port)])

@@ -6,8 +6,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from replicator.domain.offset_sync import Exact, decode_sync, translate
 from replicator.kafka.admin import create_topics
-from tests.integration.test_replication import _write_config, workers  # noqa: F401
 from tests.kafka_io import committed, end_offsets, wait_until
+from tests.records import write_config
 from tests.support import Worker
 
 
@@ -39,7 +39,7 @@ def test_syncs_make_translation_exact_across_markers(primary, backup, unique_nam
         for n in range(7):
             producer.produce(unique_name, f"{txn}-{n}".encode(), partition=0)
         producer.commit_transaction(15)
-    config = _write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+    config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
         {"name": "syncs", "source": "primary", "target": "backup", "topics": [unique_name]}])
     workers.append(Worker(config, log_dir=tmp_path))
     source_end = end_offsets(primary.bootstrap_servers, unique_name, 1)[0]

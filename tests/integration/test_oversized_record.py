@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from replicator.kafka.admin import create_topics
-from tests.integration.test_replication import _write_config, workers  # noqa: F401
 from tests.kafka_io import Rec, committed, produce, read_all, wait_until
+from tests.records import write_config
 from tests.support import Worker
 
 
@@ -16,7 +16,7 @@ def test_oversized_record_stops_the_route_at_its_offset(primary, backup, unique_
     now = int(time.time() * 1000)
     records = [Rec(0, b"k", (b"x" * (8_000 if n == 40 else 100)), (), now + n) for n in range(80)]
     produce(primary.bootstrap_servers, unique_name, [r for r in records])
-    config = _write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+    config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
         {"name": "big", "source": "primary", "target": "backup", "topics": [unique_name],
          "producer": {"compression.type": "none"}}])
     worker = Worker(config, log_dir=tmp_path)

@@ -2,56 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import time
-import zlib
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from replicator.kafka.admin import create_topics
-from tests.kafka_io import Rec, committed, end_offsets, produce, read_all, total, wait_until
+from tests.kafka_io import committed, end_offsets, produce, read_all, total, wait_until
+from tests.records import by_partition, make_records, write_config
 from tests.support import Worker
 
 CODECS = ("gzip", "snappy", "lz4", "zstd")
-BASE_TS = int(time.time() * 1000) - 86_400_000  # recent: older records fall to retention (7 days)
-
-
-def _records(partitions: int, per_partition: int, tag: str) -> list[Rec]:
-    """Keys (some null), values (some tombstones, binary), headers (some none), CreateTimes."""
-    out = []
-    tag_ts = BASE_TS - zlib.crc32(tag.encode()) % 1000 * 100_000  # same n, other tag: another record (never in the future: brokers refuse that)
-    for n in range(per_partition):
-        for p in range(partitions):
-            headers = ((("seq", str(n).encode()), ("tag", tag.encode()), ("nul", None)) if n % 3 else ())
-            out.append(Rec(p, None if n % 11 == 0 else f"{tag}-{p}-{n}".encode(),
-                           None if n % 17 == 0 else bytes([n % 256, 0, 255]) + f"{tag}{n}".encode() * (n % 5),
-                           headers, tag_ts + n))
-    return out
-
-
-def _by_partition(records: list[Rec], partitions: int) -> dict[int, list[Rec]]:
-    return {p: [r for r in records if r.partition == p] for p in range(partitions)}
-
-
-def _write_config(path: Path, primary: str, backup: str, routes: list[dict[str, object]]) -> Path:
-    path.write_text(json.dumps({  # JSON is YAML
-        "clusters": {"primary": {"bootstrap.servers": primary}, "backup": {"bootstrap.servers": backup}},
-        "routes": routes,
-        "state": {"url": f"sqlite:///{path.parent / 'state.db'}"},
-    }))
-    return path
-
-
-@pytest.fixture
-def workers(tmp_path: Path) -> Iterator[list[Worker]]:
-    """Workers started by a test; any still running at the end are stopped (and their log shown)."""
-    started: list[Worker] = []
-    yield started
-    for worker in started:
-        if worker.process.poll() is None:
-            worker.terminate()
 
 
 def test_topics_arrive_byte_for_byte_in_order(primary, backup, unique_name, tmp_path, workers) -> None:  # type: ignore[no-untyped-def]
@@ -60,10 +20,10 @@ def test_topics_arrive_byte_for_byte_in_order(primary, backup, unique_name, tmp_
     for codec in CODECS:
         topic = f"{unique_name}-{codec}"
         create_topics(primary.bootstrap_servers, {topic: partitions})
-        records = _records(partitions, per_partition, codec)
+        records = make_records(partitions, per_partition, codec)
         produce(primary.bootstrap_servers, topic, records, **{"compression.type": codec})
-        expected[topic] = _by_partition(records, partitions)
-    config = _write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+        expected[topic] = by_partition(records, partitions)
+    config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
         {"name": "p2b", "source": "primary", "target": "backup", "topics": [f"{unique_name}-.*"]}])
     workers.append(Worker(config, log_dir=tmp_path))
 
@@ -78,12 +38,11 @@ def test_topics_arrive_byte_for_byte_in_order(primary, backup, unique_name, tmp_
 
 def test_kill_minus_nine_loses_nothing(primary, backup, unique_name, tmp_path, workers) -> None:  # type: ignore[no-untyped-def]
     import threading
-    import time
 
     partitions, per_partition = 3, 40_000
     create_topics(primary.bootstrap_servers, {unique_name: partitions})
-    records = _records(partitions, per_partition, "k9")
-    config = _write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+    records = make_records(partitions, per_partition, "k9")
+    config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
         {"name": "k9", "source": "primary", "target": "backup", "topics": [unique_name]}])
     remote = f"primary.{unique_name}"
 
@@ -106,7 +65,7 @@ def test_kill_minus_nine_loses_nothing(primary, backup, unique_name, tmp_path, w
     finally:
         writer.join()
     workers.append(Worker(config, log_dir=tmp_path))
-    wanted = _by_partition(records, partitions)
+    wanted = by_partition(records, partitions)
     # The route commits a source offset only once the target acknowledged it: a commit at the
     # source's end means every record is on the target (checked record by record below).
     ends = end_offsets(primary.bootstrap_servers, unique_name, partitions)
@@ -132,12 +91,12 @@ def test_two_way_routes_never_loop(primary, backup, unique_name, tmp_path, worke
     topic = unique_name
     for cluster in (primary, backup):
         create_topics(cluster.bootstrap_servers, {topic: 2})
-    a = _records(2, 500, "from-primary")
-    b = _records(2, 300, "from-backup")
+    a = make_records(2, 500, "from-primary")
+    b = make_records(2, 300, "from-backup")
     produce(primary.bootstrap_servers, topic, a)
     produce(backup.bootstrap_servers, topic, b)
     pattern = [f"(primary\\.|backup\\.)?{topic}"] if policy == "prefix" else [topic]
-    config = _write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+    config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
         {"name": "a2b", "source": "primary", "target": "backup", "topics": pattern, "policy": policy},
         {"name": "b2a", "source": "backup", "target": "primary", "topics": pattern, "policy": policy}])
     workers.append(Worker(config, log_dir=tmp_path))

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from replicator.kafka.admin import create_topics
-from tests.integration.test_replication import _by_partition, _records, _write_config, workers  # noqa: F401
 from tests.kafka_io import committed, end_offsets, produce, read_all, total, wait_until
+from tests.records import by_partition, make_records, write_config
 from tests.support import Worker, free_port, start_pair
 
 
@@ -21,15 +21,15 @@ def _mirrorflow(*args: str) -> subprocess.CompletedProcess[str]:
 def test_topics_join_a_running_route_within_ten_seconds(primary, backup, unique_name, tmp_path, workers) -> None:  # type: ignore[no-untyped-def]
     first, by_pattern, by_hand = f"{unique_name}-a", f"{unique_name}-b", f"other-{unique_name}"
     create_topics(primary.bootstrap_servers, {first: 1})
-    config = _write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+    config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
         {"name": "dyn", "source": "primary", "target": "backup", "topics": [f"{unique_name}-.*"]}])
     workers.append(Worker(config, log_dir=tmp_path))
-    produce(primary.bootstrap_servers, first, _records(1, 100, "a"))
+    produce(primary.bootstrap_servers, first, make_records(1, 100, "a"))
     wait_until(lambda: total(end_offsets(backup.bootstrap_servers, f"primary.{first}", 1)) == 100, 60, "first topic")
 
     for topic in (by_pattern, by_hand):
         create_topics(primary.bootstrap_servers, {topic: 2})
-        produce(primary.bootstrap_servers, topic, _records(2, 50, topic))
+        produce(primary.bootstrap_servers, topic, make_records(2, 50, topic))
     added = _mirrorflow("topics", "add", "dyn", by_hand, "--config", str(config))
     assert added.returncode == 0, added.stderr
     began = time.monotonic()
@@ -47,23 +47,23 @@ def test_topics_join_a_running_route_within_ten_seconds(primary, backup, unique_
 def test_two_workers_share_a_route_and_survive_one_killed(primary, backup, unique_name, tmp_path, workers) -> None:  # type: ignore[no-untyped-def]
     partitions = 6
     create_topics(primary.bootstrap_servers, {unique_name: partitions})
-    config = _write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+    config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
         {"name": "pair", "source": "primary", "target": "backup", "topics": [unique_name]}])
     one, two = Worker(config, log_dir=tmp_path), Worker(config, log_dir=tmp_path)
     workers += [one, two]
-    first = _records(partitions, 2_000, "first")
+    first = make_records(partitions, 2_000, "first")
     produce(primary.bootstrap_servers, unique_name, first)
     remote = f"primary.{unique_name}"
     wait_until(lambda: total(end_offsets(backup.bootstrap_servers, remote, partitions)) >= len(first), 60, "copy")
     wait_until(lambda: "assigned" in one.output() and "assigned" in two.output(), 30, "both workers to own partitions")
     two.kill()
-    second = _records(partitions, 2_000, "second")
+    second = make_records(partitions, 2_000, "second")
     produce(primary.bootstrap_servers, unique_name, second)
     ends = end_offsets(primary.bootstrap_servers, unique_name, partitions)
     wait_until(lambda: committed(primary.bootstrap_servers, "mirrorflow-pair", unique_name, partitions) == ends,
                60, "the surviving worker to take every partition over")
     got = read_all(backup.bootstrap_servers, remote, partitions)
-    want = _by_partition(first + second, partitions)
+    want = by_partition(first + second, partitions)
     for p in range(partitions):
         assert list(dict.fromkeys(got[p])) == want[p], f"partition {p}"
 
@@ -73,17 +73,17 @@ def test_target_down_then_back_loses_nothing(primary, unique_name, tmp_path, wor
     try:
         partitions = 2
         create_topics(primary.bootstrap_servers, {unique_name: partitions})
-        config = _write_config(tmp_path / "m.yaml", primary.bootstrap_servers, target.spec.bootstrap_servers, [
+        config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, target.spec.bootstrap_servers, [
             {"name": "outage", "source": "primary", "target": "backup", "topics": [unique_name]}])
         worker = Worker(config, log_dir=tmp_path)
         workers.append(worker)
-        before = _records(partitions, 3_000, "before")
+        before = make_records(partitions, 3_000, "before")
         produce(primary.bootstrap_servers, unique_name, before)
         remote = f"primary.{unique_name}"
         wait_until(lambda: total(end_offsets(target.spec.bootstrap_servers, remote, partitions)) >= len(before),
                    60, "copy before the outage")
         target.stop()
-        during = _records(partitions, 3_000, "during")
+        during = make_records(partitions, 3_000, "during")
         produce(primary.bootstrap_servers, unique_name, during)
         time.sleep(5)
         assert worker.process.poll() is None, "the worker must ride out a target outage"
@@ -92,7 +92,7 @@ def test_target_down_then_back_loses_nothing(primary, unique_name, tmp_path, wor
         wait_until(lambda: committed(primary.bootstrap_servers, "mirrorflow-outage", unique_name, partitions) == ends,
                    90, "catching up after the outage")
         got = read_all(target.spec.bootstrap_servers, remote, partitions)
-        want = _by_partition(before + during, partitions)
+        want = by_partition(before + during, partitions)
         for p in range(partitions):
             assert list(dict.fromkeys(got[p])) == want[p], f"partition {p}"
         code, seconds = worker.terminate()

@@ -6,8 +6,8 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from replicator.kafka.admin import admin_client, create_topics
-from tests.integration.test_replication import _records, _write_config, workers  # noqa: F401
 from tests.kafka_io import committed, end_offsets, produce, read_all, total, wait_until
+from tests.records import make_records, write_config
 from tests.support import Worker
 
 
@@ -21,11 +21,11 @@ def _delete_before(bootstrap: str, topic: str, offset: int) -> None:
 @pytest.mark.parametrize("on_data_loss", ["continue", "fail"])
 def test_lost_range_is_reported_exactly(primary, backup, unique_name, tmp_path, workers, on_data_loss) -> None:  # type: ignore[no-untyped-def]
     create_topics(primary.bootstrap_servers, {unique_name: 1})
-    records = _records(1, 300, "r")
+    records = make_records(1, 300, "r")
     produce(primary.bootstrap_servers, unique_name, records[:100])
     route = {"name": "ret", "source": "primary", "target": "backup", "topics": [unique_name],
              "on_data_loss": on_data_loss}
-    config = _write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [route])
+    config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [route])
     first = Worker(config, log_dir=tmp_path)
     workers.append(first)
     wait_until(lambda: committed(primary.bootstrap_servers, "mirrorflow-ret", unique_name, 1) == {0: 100}, 60,

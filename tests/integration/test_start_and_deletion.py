@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from replicator.kafka.admin import admin_client, create_topics
-from tests.integration.test_replication import _records, _write_config, workers  # noqa: F401
 from tests.kafka_io import Rec, end_offsets, produce, read_all, total, wait_until
+from tests.records import make_records, write_config
 from tests.support import Worker
 
 
@@ -18,7 +18,7 @@ def test_start_latest_and_timestamp(primary, backup, unique_name, tmp_path, work
         create_topics(primary.bootstrap_servers, {f"{unique_name}-{suffix}": 1})
         produce(primary.bootstrap_servers, f"{unique_name}-{suffix}", old + recent)
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime((now - 120_000) / 1000))
-    config = _write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+    config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
         {"name": "late", "source": "primary", "target": "backup", "topics": [f"{unique_name}-latest"],
          "start": "latest"},
         {"name": "since", "source": "primary", "target": "backup", "topics": [f"{unique_name}-ts"],
@@ -39,9 +39,9 @@ def test_start_latest_and_timestamp(primary, backup, unique_name, tmp_path, work
 def test_deleted_source_topic_stops_alone(primary, backup, unique_name, tmp_path, workers) -> None:  # type: ignore[no-untyped-def]
     doomed, kept = f"{unique_name}-doomed", f"{unique_name}-kept"
     create_topics(primary.bootstrap_servers, {doomed: 1, kept: 1})
-    produce(primary.bootstrap_servers, doomed, _records(1, 100, "d"))
-    produce(primary.bootstrap_servers, kept, _records(1, 100, "k1"))
-    config = _write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+    produce(primary.bootstrap_servers, doomed, make_records(1, 100, "d"))
+    produce(primary.bootstrap_servers, kept, make_records(1, 100, "k1"))
+    config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
         {"name": "del", "source": "primary", "target": "backup", "topics": [f"{unique_name}-.*"]}])
     worker = Worker(config, log_dir=tmp_path)
     workers.append(worker)
@@ -49,7 +49,7 @@ def test_deleted_source_topic_stops_alone(primary, backup, unique_name, tmp_path
     admin = admin_client(primary.bootstrap_servers)
     for future in admin.delete_topics([doomed]).values():
         future.result(timeout=15)
-    more = _records(1, 50, "k2")
+    more = make_records(1, 50, "k2")
     produce(primary.bootstrap_servers, kept, more)
     wait_until(lambda: total(end_offsets(backup.bootstrap_servers, f"primary.{kept}", 1)) == 150, 30,
                "the other topic to go on")

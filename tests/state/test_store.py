@@ -9,7 +9,13 @@ from replicator.config import parse_config
 from replicator.domain.route_topic import AddedBy, DesiredState, TopicStatus
 from replicator.state import repository
 from replicator.state.models import Base
-from replicator.state.store import VERSION_TABLE, StateStore, current_revision, head_revision, upgrade
+from replicator.state.store import (
+    VERSION_TABLE,
+    StateStore,
+    current_revision,
+    head_revision,
+    upgrade,
+)
 
 CONFIG = parse_config(
     "clusters: {a: {bootstrap.servers: 'h:1'}, b: {bootstrap.servers: 'h:2'}}\n"

@@ -1,0 +1,20 @@
+"""Fixtures of the integration tests that run `mirrorflow run` workers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import Worker
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[list[Worker]]:
+    """Workers started by a test; any still running at the end are stopped (SIGTERM)."""
+    started: list[Worker] = []
+    yield started
+    for worker in started:
+        if worker.process.poll() is None:
+            worker.terminate()
