@@ -9,6 +9,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from replicator.config import Config, RouteConfig
+from replicator.domain.commit_metadata import decode_note
 from replicator.domain.replication_policy import policy_for
 from replicator.errors import ClusterError
 from replicator.worker.clients import admin_settings, group_id
@@ -89,6 +90,5 @@ def _committed(config: Config, route: RouteConfig, partitions: list[TopicPartiti
 
 def _stored_at(metadata: str | None) -> dt.datetime | None:
     """The workers put the store time (epoch ms) in the commit metadata."""
-    if not metadata or not metadata.isdigit():
-        return None
-    return dt.datetime.fromtimestamp(int(metadata) / 1000, tz=dt.timezone.utc)
+    millis = decode_note(metadata).stored_at_ms
+    return None if millis is None else dt.datetime.fromtimestamp(millis / 1000, tz=dt.timezone.utc)

@@ -4,25 +4,29 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from replicator.config import RouteConfig
+from replicator.domain.commit_metadata import belongs_to_other_topic, decode_note
 from replicator.domain.start_position import Reason, StartDecision, start_position
 from replicator.worker import metrics
 
 log = logging.getLogger(__name__)
 
 LossReporter = Callable[[str, int, tuple[int, int]], None]
+RecreationReporter = Callable[[str, str, str], None]
 
 
 class Positioner:
     """Decides where each assigned partition starts (committed, new, lost, reset)."""
 
-    def __init__(self, route: RouteConfig, report_loss: LossReporter = lambda *_: None) -> None:
+    def __init__(self, route: RouteConfig, report_loss: LossReporter = lambda *_: None,
+                 report_recreated: RecreationReporter = lambda *_: None) -> None:
         self.route = route
         self.report_loss = report_loss
+        self.report_recreated = report_recreated
         self.failure: str | None = None
 
     def _start_kind(self) -> str:
@@ -34,15 +38,23 @@ class Positioner:
         found = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, millis)], timeout=10)
         return found[0].offset if found and found[0].offset >= 0 else None
 
-    def place(self, consumer: Consumer, partitions: list[TopicPartition]) -> list[TopicPartition]:
-        """The assigned partitions with the offsets to start from."""
+    def place(self, consumer: Consumer, partitions: list[TopicPartition],
+              topic_ids: Mapping[str, str]) -> list[TopicPartition]:
+        """The assigned partitions with the offsets to start from.
+
+        ``topic_ids``: the topics' current ids; a committed offset noted with another
+        id counts records of a deleted topic of the same name, not of this one.
+        """
         committed = consumer.committed(partitions, timeout=15)
         placed = []
         for tp in committed:
             low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
-            start = self._start_kind()
-            ts_offset = self._timestamp_offset(consumer, tp) if start == "timestamp" and tp.offset < 0 else None
-            decision = start_position(tp.offset if tp.offset >= 0 else None, low, high, start, ts_offset)
+            start, position = self._start_kind(), (tp.offset if tp.offset >= 0 else None)
+            if position is not None and belongs_to_other_topic(decode_note(tp.metadata), topic_ids.get(tp.topic)):
+                self._recreated(tp.topic, topic_ids[tp.topic], tp.partition, position, low)
+                start, position = "earliest", None
+            ts_offset = self._timestamp_offset(consumer, tp) if start == "timestamp" and position is None else None
+            decision = start_position(position, low, high, start, ts_offset)
             self._explain(tp.topic, tp.partition, decision)
             placed.append(TopicPartition(tp.topic, tp.partition, decision.offset))
         return placed
@@ -54,6 +66,13 @@ class Positioner:
             log.warning("committed offset beyond the log end (topic recreated or truncated): copying it "
                         "anew route=%s topic=%s partition=%s from=%s", self.route.name, topic, partition,
                         decision.offset)
+
+    def _recreated(self, topic: str, topic_id: str, partition: int, old_position: int, low: int) -> None:
+        log.warning("committed offset belongs to a deleted topic of the same name: copying the new topic "
+                    "from its start route=%s topic=%s partition=%s old_committed=%s from=%s",
+                    self.route.name, topic, partition, old_position, low)
+        self.report_recreated(topic, topic_id, f"the deleted topic's committed offset {old_position} of "
+                                               f"partition {partition} was not reused")
 
     def _lost(self, topic: str, partition: int, lost: tuple[int, int]) -> None:
         log.error("records deleted by retention before they were copied route=%s topic=%s partition=%s "
@@ -75,5 +94,11 @@ class Positioner:
         decision = start_position(position, low, high, self._start_kind())
         self._explain(topic, partition, decision)
         if self.failure is None:
-            consumer.seek(TopicPartition(topic, partition, decision.offset))
+            try:
+                consumer.seek(TopicPartition(topic, partition, decision.offset))
+            except KafkaException as exc:
+                # The partition is being handed over (a recreated topic changes its id,
+                # and the group reassigns it): its next owner places it from the commit.
+                log.warning("could not move the position, leaving it to the reassignment route=%s topic=%s "
+                            "partition=%s error=%s", self.route.name, topic, partition, exc.args[0].str())
         return self.failure

@@ -23,6 +23,8 @@ ERRORS = Counter("mirrorflow_errors", "Errors by kind", ["route", "kind"])
 COMMITS = Counter("mirrorflow_commits", "Offset commits to the source cluster", ["route", "result"])
 LOST = Counter("mirrorflow_records_lost_to_retention",
                "Source records deleted by retention before the route copied them", ["route", "topic"])
+RECREATED = Counter("mirrorflow_topics_recreated",
+                    "Source partitions whose topic was deleted and created again (copied anew)", ["route", "topic"])
 ASSIGNED = Gauge("mirrorflow_assigned_partitions", "Source partitions assigned to this worker", ["route"])
 
 

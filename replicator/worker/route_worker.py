@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
 from replicator.config import Config, RouteConfig
+from replicator.domain.commit_metadata import encode_note
 from replicator.domain.inflight import PartitionLedger
 from replicator.domain.offset_sync import OffsetSyncWriter, decode_sync, encode_sync
 from replicator.domain.provenance import should_skip, with_origin
@@ -44,7 +45,8 @@ class RouteWorker:
                  batch_size: int = 2000) -> None:
         self.config, self.route, self.batch_size = config, route, batch_size
         self.subscription = Subscription(config, route, store)
-        self.positioner = Positioner(route, self.subscription.state.data_loss)
+        self.positioner = Positioner(route, self.subscription.state.data_loss, self.subscription.recreated)
+        self.topic_id_of: dict[TP, str] = {}  # the topic id each owned partition's offsets count records of
         self.add_origin = route.policy != "prefix"  # identity/mapping: loops are cut by header
         self.ledgers: dict[TP, PartitionLedger] = {}
         self.writers: dict[TP, OffsetSyncWriter] = {}
@@ -222,12 +224,13 @@ class RouteWorker:
         if not self.dirty or self._consumer is None:
             return
         offsets = []
-        stored_at = str(int(time.time() * 1000))  # `mirrorflow status` shows it as "last replicated"
+        stored_at = int(time.time() * 1000)  # `mirrorflow status` shows it as "last replicated"
         for key in self.dirty:
             ledger = self.ledgers.get(key)
             position = ledger.commit_offset() if ledger is not None else None
             if position is not None:
-                offsets.append(TopicPartition(key[0], key[1], position, metadata=stored_at))
+                note = encode_note(stored_at, self.topic_id_of.get(key))
+                offsets.append(TopicPartition(key[0], key[1], position, metadata=note))
         self.dirty.clear()
         if offsets:
             self._consumer.store_offsets(offsets=offsets)
@@ -235,9 +238,12 @@ class RouteWorker:
     # -- rebalance and errors ------------------------------------------------------
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        positioned = self.positioner.place(consumer, partitions)
+        ids = self.subscription.describe_ids(sorted({tp.topic for tp in partitions}))
+        positioned = self.positioner.place(consumer, partitions, ids)
         self.failure = self.failure or self.positioner.failure
         for tp in positioned:
+            if tp.topic in ids:
+                self.topic_id_of[(tp.topic, tp.partition)] = ids[tp.topic]
             self.ledgers[(tp.topic, tp.partition)] = PartitionLedger()
             self.writers[(tp.topic, tp.partition)] = OffsetSyncWriter(tp.topic, tp.partition)
         consumer.incremental_assign(positioned)
@@ -266,6 +272,7 @@ class RouteWorker:
         for key in gone:
             self.ledgers.pop(key, None)
             self.writers.pop(key, None)
+            self.topic_id_of.pop(key, None)
             self.dirty.discard(key)
         self.backlog = [m for m in self.backlog if (m.topic(), m.partition()) not in gone]
         metrics.ASSIGNED.labels(self.route.name).set(len(self.ledgers))
@@ -296,6 +303,7 @@ class RouteWorker:
             ledger = self.ledgers.get(key)
             position = ledger.committable if ledger is not None else None
             self.failure = self.positioner.recover(self._consumer, key, position)  # type: ignore[arg-type]
+            self.subscription.force_refresh()
         elif error.fatal():
             self.failure = f"source consumer: {error.str()}"
         elif error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:

@@ -47,6 +47,11 @@ class StateLink:
 
         self._run(work)
 
+    def recreated(self, topic: str, detail: str) -> None:
+        """Note on the topic's row that it was deleted and created again, and is copied anew."""
+        self._run(lambda session: repository.report_status(
+            session, self.route.name, topic, TopicStatus.REPLICATING, detail))
+
     def data_loss(self, topic: str, partition: int, lost: tuple[int, int]) -> None:
         """Store an exact lost range."""
         self._run(lambda session: repository.record_data_loss(session, self.route.name, topic, partition, lost))

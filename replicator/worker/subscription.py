@@ -6,11 +6,13 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, RouteConfig
 from replicator.domain.replication_policy import policy_for
 from replicator.kafka.admin import create_topics
+from replicator.worker import metrics
 from replicator.worker.clients import admin_settings
 from replicator.worker.state_link import StateLink
 from replicator.worker.topics import ensure_target_topics, select_topics, source_partitions
@@ -41,6 +43,8 @@ class Subscription:
         self.source_of: dict[str, str] = {}
         self.partitions: dict[str, int] = {}
         self.state = StateLink(route, store)
+        self.topic_ids: dict[str, str] = {}  # last id seen per source topic, kept after it vanishes
+        self._recreations: set[tuple[str, str]] = set()
         self._next = 0.0
         self._source: AdminClient | None = None
         self._target: AdminClient | None = None
@@ -68,6 +72,7 @@ class Subscription:
         added, removed = self.state.manual_topics()
         selection = select_topics(source_partitions(self._source), self.route.topic_filter, self.policy,
                                   self.route.target, added, removed)
+        self._note_ids(self.describe_ids(selection.names))
         if dict(selection.partitions) == self.partitions:
             return None
         wanted = {self.policy.format_remote_topic(self.route.source, t): (t, n)
@@ -82,3 +87,33 @@ class Subscription:
                  len(self.partitions), ",".join(new) or "-", ",".join(gone) or "-")
         self.state.replicating(new, gone)
         return selection.names
+
+    def describe_ids(self, topics: list[str]) -> dict[str, str]:
+        """The current id of each topic that exists (a vanished one is left out)."""
+        assert self._source is not None
+        if not topics:
+            return {}
+        ids = {}
+        for name, future in self._source.describe_topics(TopicCollection(topics), request_timeout=10).items():
+            try:
+                ids[name] = str(future.result(timeout=15).topic_id)
+            except KafkaException:
+                continue  # deleted meanwhile: the next refresh drops it
+        return ids
+
+    def _note_ids(self, ids: dict[str, str]) -> None:
+        for topic, topic_id in ids.items():
+            known = self.topic_ids.get(topic)
+            if known is not None and known != topic_id:
+                self.recreated(topic, topic_id, f"topic id was {known}")
+            self.topic_ids[topic] = topic_id
+
+    def recreated(self, topic: str, topic_id: str, detail: str) -> None:
+        """Report, once per new id, a source topic deleted and created again under its name."""
+        if (topic, topic_id) in self._recreations:
+            return
+        self._recreations.add((topic, topic_id))
+        log.warning("source topic deleted and created again, copying the new one from its start route=%s "
+                    "topic=%s topic_id=%s detail=%r", self.route.name, topic, topic_id, detail)
+        metrics.RECREATED.labels(self.route.name, topic).inc()
+        self.state.recreated(topic, f"deleted and created again (new topic id {topic_id}), copied anew; {detail}")
