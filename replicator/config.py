@@ -98,6 +98,10 @@ class RouteConfig(_Frozen):
     guarantee: Literal["at-least-once"] = "at-least-once"
     start: Literal["earliest", "latest"] | dt.datetime = "earliest"
     on_data_loss: Literal["continue", "fail"] = "continue"
+    # A record the target refuses (larger than its topic accepts): stop the route
+    # naming it (default), or write it to the dead-letter topic on the target and go on.
+    on_refused_record: Literal["fail", "dead-letter"] = "fail"
+    dead_letter_topic: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._-]{1,249}$")
     consumer: Mapping[str, str] = Field(default_factory=dict)
     producer: Mapping[str, str] = Field(default_factory=dict)
 

@@ -35,6 +35,9 @@ PRODUCER_DEFAULTS = {
     "compression.type": "lz4",
     "queue.buffering.max.messages": "200000",
     "queue.buffering.max.kbytes": str(256 * 1024),
+    # A record as large as a source topic may hold must reach the target, which decides
+    # (librdkafka's own 1 MB default would refuse it before it is sent).
+    "message.max.bytes": str(100 * 1024 * 1024),
 }
 
 

@@ -25,6 +25,8 @@ LOST = Counter("mirrorflow_records_lost_to_retention",
                "Source records deleted by retention before the route copied them", ["route", "topic"])
 RECREATED = Counter("mirrorflow_topics_recreated",
                     "Source partitions whose topic was deleted and created again (copied anew)", ["route", "topic"])
+DEAD_LETTERS = Counter("mirrorflow_dead_letter_records",
+                       "Source records the target could not take, written to the dead-letter topic", ["route", "topic"])
 ASSIGNED = Gauge("mirrorflow_assigned_partitions", "Source partitions assigned to this worker", ["route"])
 
 

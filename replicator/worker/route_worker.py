@@ -13,10 +13,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from replicator.config import Config, RouteConfig
 from replicator.domain.commit_metadata import encode_note
+from replicator.domain.dead_letter import may_not_fit, record_size
 from replicator.domain.inflight import PartitionLedger
 from replicator.domain.offset_sync import OffsetSyncWriter, decode_sync, encode_sync
 from replicator.domain.provenance import should_skip, with_origin
@@ -24,6 +25,7 @@ from replicator.errors import MirrorFlowError
 from replicator.worker import metrics
 from replicator.worker.assignment import Positioner
 from replicator.worker.clients import consumer_settings, producer_settings
+from replicator.worker.dead_letter import DeadLetterError, DeadLetterWriter
 from replicator.worker.subscription import Subscription
 
 if TYPE_CHECKING:
@@ -56,6 +58,7 @@ class RouteWorker:
         self.refused: list[tuple[int | None, KafkaError]] = []
         self._sizes: dict[int, int] = {}  # source offset -> bytes, of records refused as too large
         self.meter = metrics.RouteMeter(route.name)
+        self.dead_letters = DeadLetterWriter(config, route) if route.on_refused_record == "dead-letter" else None
         self.down: set[str] = set()  # "source"/"target" while unreachable
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
@@ -123,6 +126,8 @@ class RouteWorker:
         if self.add_origin:
             headers = with_origin(headers, self.route.source)
         topic, partition = message.topic(), message.partition()
+        if self.dead_letters is not None and self._set_aside(message, topic, headers):
+            return True
         kind, timestamp = message.timestamp()
         try:
             self._producer.produce(  # type: ignore[union-attr]
@@ -131,8 +136,35 @@ class RouteWorker:
             )
         except BufferError:
             return False
+        except KafkaException as exc:  # refused before it left: too large for the producer itself
+            self._refuse(message, exc.args[0].str())
+            return True
         self.ledgers[(topic, partition)].produced(message.offset())
         return True
+
+    def _set_aside(self, message: Message, topic: str, headers: Any) -> bool:
+        """Dead-letter mode: True when the record cannot fit its target topic and went aside."""
+        limit = self.subscription.limit_of.get(topic)
+        if limit is None or not may_not_fit(len(message), limit):
+            return False
+        if record_size(message.key(), message.value(), headers) <= limit:
+            return False
+        try:
+            self.dead_letters.write(message, limit)  # type: ignore[union-attr]
+        except DeadLetterError as exc:
+            self._refuse(message, str(exc))
+        return True
+
+    def _refuse(self, message: Message, reason: str) -> None:
+        """Stop the route at this record: nothing from its offset on is committed."""
+        key = (message.topic(), message.partition())
+        if key in self.ledgers:
+            self.ledgers[key].block(message.offset())
+        metrics.ERRORS.labels(self.route.name, "refused").inc()
+        if self.failure is None:
+            self.failure = f"the record of {key[0]}[{key[1]}] at source offset {message.offset()}: {reason}"
+            log.error("route stops at a record it cannot copy route=%s topic=%s partition=%s offset=%s reason=%r",
+                      self.route.name, key[0], key[1], message.offset(), reason)
 
     def _drain_backlog(self) -> bool:
         """Send what the full queue refused earlier; True once the backlog is empty."""
@@ -216,6 +248,11 @@ class RouteWorker:
         where = f"{key[0]}[{key[1]}]"
         if error.code() == KafkaError.MSG_SIZE_TOO_LARGE and self._sizes:
             offset, size = max(self._sizes.items(), key=lambda item: item[1])
+            limit = self.subscription.limit_of.get(key[0])
+            if limit is not None and record_size(None, b"", None) + size < limit // 2:
+                return (f"a batch of {where} from source offset {first} is larger than the target topic accepts "
+                        f"(max.message.bytes={limit}) although its records are small: set the route's "
+                        f"producer batch.size below {limit}; nothing from offset {first} on was committed")
             return (f"the record of {where} at source offset {offset} ({size} bytes) is larger than the "
                     f"target accepts (MSG_SIZE_TOO_LARGE); nothing from offset {first} on was committed")
         return f"target refused the record of {where} at source offset {first}: {error.name()}: {error.str()}"
@@ -347,4 +384,6 @@ class RouteWorker:
             self._flush_and_commit()
         finally:
             self._consumer.close()
+            if self.dead_letters is not None:
+                self.dead_letters.close()
             log.info("route stopped route=%s", self.route.name)

@@ -15,7 +15,7 @@ from replicator.kafka.admin import create_topics
 from replicator.worker import metrics
 from replicator.worker.clients import admin_settings
 from replicator.worker.state_link import StateLink
-from replicator.worker.topics import ensure_target_topics, select_topics, source_partitions
+from replicator.worker.topics import ensure_target_topics, message_limits, select_topics, source_partitions
 
 if TYPE_CHECKING:
     from replicator.state.store import StateStore
@@ -42,6 +42,7 @@ class Subscription:
         self.target_of: dict[str, str] = {}
         self.source_of: dict[str, str] = {}
         self.partitions: dict[str, int] = {}
+        self.limit_of: dict[str, int] = {}  # source topic -> its target topic's max.message.bytes
         self.state = StateLink(route, store)
         self.topic_ids: dict[str, str] = {}  # last id seen per source topic, kept after it vanishes
         self._recreations: set[tuple[str, str]] = set()
@@ -78,6 +79,8 @@ class Subscription:
         wanted = {self.policy.format_remote_topic(self.route.source, t): (t, n)
                   for t, n in selection.partitions.items()}
         ensure_target_topics(self._source, self._target, wanted)
+        limits = message_limits(self._target, sorted(wanted))
+        self.limit_of = {src: limits[target] for target, (src, _) in wanted.items() if target in limits}
         self.target_of = {src: target for target, (src, _) in wanted.items()}
         self.source_of = {target: src for target, (src, _) in wanted.items()}
         gone = sorted(set(self.partitions) - set(selection.partitions))

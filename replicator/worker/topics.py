@@ -79,6 +79,22 @@ def _copied_configs(admin: AdminClient, topics: list[str]) -> dict[str, dict[str
     return out
 
 
+def message_limits(admin: AdminClient, topics: list[str]) -> dict[str, int]:
+    """Each topic's ``max.message.bytes`` (the broker's default where the topic sets none)."""
+    if not topics:
+        return {}
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
+    limits = {}
+    for resource, future in admin.describe_configs(resources).items():
+        try:
+            entry = future.result(timeout=15).get("max.message.bytes")
+        except KafkaException:
+            continue  # unknown for now: records go to the target, which decides
+        if entry is not None and entry.value and entry.value.isdigit():
+            limits[resource.name] = int(entry.value)
+    return limits
+
+
 def ensure_target_topics(
     source: AdminClient, target: AdminClient, wanted: Mapping[str, tuple[str, int]]
 ) -> list[str]:
