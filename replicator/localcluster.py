@@ -68,11 +68,19 @@ class LocalClusterSpec:
     authorizer: bool = False
     super_users: tuple[str, ...] = ("User:ANONYMOUS",)
     extra_properties: Mapping[str, str] = field(default_factory=dict)
+    # A second listener, SASL_PLAINTEXT with mechanism PLAIN, for these users (name -> password).
+    sasl_port: int | None = None
+    sasl_users: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def bootstrap_servers(self) -> str:
         """``host:port`` of the broker listener."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def sasl_bootstrap_servers(self) -> str | None:
+        """``host:port`` of the SASL listener, when there is one."""
+        return None if self.sasl_port is None else f"{self.host}:{self.sasl_port}"
 
 
 def server_properties(spec: LocalClusterSpec) -> dict[str, str]:
@@ -106,8 +114,23 @@ def server_properties(spec: LocalClusterSpec) -> dict[str, str]:
     if spec.authorizer:
         props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
         props["super.users"] = ";".join(spec.super_users)
+    if spec.sasl_port is not None:
+        props.update(_sasl_listener(spec))
     props.update(spec.extra_properties)
     return props
+
+
+def _sasl_listener(spec: LocalClusterSpec) -> dict[str, str]:
+    users = " ".join(f'user_{name}="{password}"' for name, password in spec.sasl_users.items())
+    return {
+        "listeners": f"PLAINTEXT://{spec.host}:{spec.port},SASL_PLAINTEXT://{spec.host}:{spec.sasl_port},"
+                     f"CONTROLLER://{spec.host}:{spec.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{spec.host}:{spec.port},SASL_PLAINTEXT://{spec.host}:{spec.sasl_port}",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
+    }
 
 
 def new_cluster_id() -> str:

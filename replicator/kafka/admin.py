@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from replicator.errors import ClusterError
@@ -35,17 +36,39 @@ def cluster_metadata(
     bootstrap_or_properties: str | Mapping[str, str], timeout: float = 5.0
 ) -> ClusterMetadata:
     """Ask the cluster for its metadata; ClusterError when it does not answer in time."""
-    client = admin_client(bootstrap_or_properties)
-    try:
-        meta = client.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        error = exc.args[0]
-        raise ClusterError(
-            f"cluster did not answer a metadata request: {error.str()}",
-            retriable=error.retriable(),
-        ) from exc
+    if isinstance(bootstrap_or_properties, str):
+        bootstrap_or_properties = {"bootstrap.servers": bootstrap_or_properties}
+    refusals: list[KafkaError] = []  # why the connection failed, when the broker said so
+
+    def on_error(error: KafkaError) -> None:
+        if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL) or error.fatal():
+            refusals.append(error)
+
+    client = admin_client({**bootstrap_or_properties, "error_cb": on_error})
+    deadline = time.monotonic() + timeout
+    while True:  # in short steps: a refused login is reported at once, not after the timeout
+        try:
+            meta = client.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+            break
+        except KafkaException as exc:
+            error = exc.args[0]
+            client.poll(0)  # serve the error callbacks
+            if refusals:
+                raise ClusterError(_refusal(refusals[0]), retriable=False) from None
+            if time.monotonic() >= deadline:
+                raise ClusterError(f"cluster did not answer a metadata request: {error.str()}",
+                                   retriable=error.retriable()) from None
     topics = tuple(sorted(name for name in meta.topics if not name.startswith("__")))
     return ClusterMetadata(cluster_id=meta.cluster_id, brokers=len(meta.brokers), topics=topics)
+
+
+def _refusal(error: KafkaError) -> str:
+    """What the client said about a refused connection (librdkafka never includes passwords)."""
+    if error.code() == KafkaError._AUTHENTICATION:
+        return f"authentication failed (check sasl.username / sasl.password / sasl.mechanism): {error.str()}"
+    if error.code() == KafkaError._SSL:
+        return f"TLS handshake failed (check ssl.* and security.protocol): {error.str()}"
+    return error.str()
 
 
 def create_topics(
@@ -81,3 +104,4 @@ def create_topics(
     if problems:
         raise ClusterError("; ".join(problems))
     return sorted(created)
+

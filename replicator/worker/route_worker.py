@@ -351,7 +351,8 @@ class RouteWorker:
     def _link_error(self, side: str) -> Any:
         """librdkafka's error callback for one side: log when that cluster becomes unreachable."""
         def on_error(error: KafkaError) -> None:
-            if error.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT) and side not in self.down:
+            if error.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._AUTHENTICATION,
+                                KafkaError._SSL) and side not in self.down:
                 self.down.add(side)
                 metrics.ERRORS.labels(self.route.name, f"{side}_unreachable").inc()
                 log.warning("%s cluster unreachable, retrying (nothing new is committed) route=%s cluster=%s "

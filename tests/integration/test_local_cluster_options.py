@@ -43,3 +43,37 @@ def test_authorizer_cluster_accepts_and_lists_acls(tmp_path: Path) -> None:
     finally:
         cluster.stop()
     assert not cluster.is_running()
+
+
+def test_authentication_failure_is_named_without_secrets(tmp_path: Path) -> None:
+    """A wrong SASL password: `mirrorflow run` exits 1 (a cluster error) naming the cluster and the cause, fast,
+    with no traceback and no password; the right one gets in (so the listener works)."""
+    import subprocess
+    import sys
+
+    from replicator.kafka.admin import cluster_metadata
+
+    (cluster,) = start_pair(tmp_path, {"sasl": free_port()}, heap="384m", sasl_port=free_port(),
+                            sasl_users={"alice": "alice-right-secret"})
+    try:
+        sasl = {"bootstrap.servers": cluster.spec.sasl_bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN", "sasl.username": "alice"}
+        assert cluster_metadata({**sasl, "sasl.password": "alice-right-secret"}, timeout=15).brokers == 1
+        config = tmp_path / "m.yaml"
+        config.write_text(
+            f"clusters:\n  eu: {{bootstrap.servers: '{cluster.spec.sasl_bootstrap_servers}', security.protocol: "
+            "SASL_PLAINTEXT, sasl.mechanism: PLAIN, sasl.username: alice, sasl.password: wrong-pa55word}\n"
+            f"  us: {{bootstrap.servers: '{cluster.spec.bootstrap_servers}'}}\n"
+            "routes: [{name: eu-us, source: eu, target: us, topics: [x]}]\n"
+            f"state: {{url: 'sqlite:///{tmp_path / 'state.db'}'}}\n")
+        began = time.monotonic()
+        done = subprocess.run([str(Path(sys.executable).parent / "mirrorflow"), "run", "--config", str(config)],
+                              capture_output=True, text=True, timeout=60)
+        took = time.monotonic() - began
+    finally:
+        cluster.stop()
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert "source cluster 'eu'" in done.stderr and "authentication failed" in done.stderr, output
+    assert "wrong-pa55word" not in output and "Traceback" not in output
+    assert took < 15, f"reported after {took:.1f} s: a refused login should not wait for a timeout"
