@@ -110,6 +110,7 @@ def server_properties(spec: LocalClusterSpec) -> dict[str, str]:
         "group.consumer.min.heartbeat.interval.ms": "1000",
         "auto.create.topics.enable": str(spec.auto_create_topics).lower(),
         "log.segment.bytes": str(64 * 1024 * 1024),
+        "log.cleaner.backoff.ms": "1000",  # compacted topics compact within seconds (broker default 15 s)
     }
     if spec.authorizer:
         props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
