@@ -84,6 +84,39 @@ class MappingPolicy(_Frozen):
     mapping: Mapping[str, str]
 
 
+_PRINCIPAL = r"^[A-Za-z][A-Za-z0-9_-]*:.+$"
+
+
+class SyncSettings(_Frozen):
+    """``routes[].sync``: how ``mirrorflow sync`` and the sync DAGs keep the target in step."""
+
+    discovery_interval: int = Field(default=5, ge=1)  # minutes between topic discoveries
+    exclude_configs: tuple[str, ...] = ()  # topic config names/regexes never copied (besides MM2's)
+    acls: bool = True
+    principals: Mapping[str, str] = Field(default_factory=dict)  # source principal -> target principal
+    grant_write: bool = False  # copy ALLOW WRITE/ALL onto replicas as they are
+    delete_topics: bool = False  # delete replicas whose source topic is gone
+
+    @field_validator("exclude_configs", mode="after")
+    @classmethod
+    def _valid_exclusions(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        for index, pattern in enumerate(patterns):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise KeyProblem(f"[{index}]", f"invalid regex {pattern!r}: {exc}") from exc
+        return patterns
+
+    @field_validator("principals", mode="after")
+    @classmethod
+    def _valid_principals(cls, principals: Mapping[str, str]) -> Mapping[str, str]:
+        for source, target in principals.items():
+            for value in (source, target):
+                if not re.match(_PRINCIPAL, value):
+                    raise KeyProblem(f".{source}", f"{value!r} is not a principal like 'User:alice'")
+        return principals
+
+
 class RouteConfig(_Frozen):
     """One replication flow ``source → target``."""
 
@@ -104,6 +137,7 @@ class RouteConfig(_Frozen):
     dead_letter_topic: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._-]{1,249}$")
     consumer: Mapping[str, str] = Field(default_factory=dict)
     producer: Mapping[str, str] = Field(default_factory=dict)
+    sync: SyncSettings = SyncSettings()
 
     @field_validator("topics", "exclude", mode="after")
     @classmethod

@@ -105,3 +105,16 @@ def create_topics(
         raise ClusterError("; ".join(problems))
     return sorted(created)
 
+
+def error_text(exc: BaseException) -> str:
+    """``NAME: message`` of a Kafka error (its code name kept), or the exception's own text."""
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    if error is not None and hasattr(error, "name"):
+        return f"{error.name()}: {error.str()}"
+    return str(exc) or type(exc).__name__
+
+
+def error_name(exc: BaseException) -> str | None:
+    """The Kafka error code name (``TOPIC_ALREADY_EXISTS``) of ``exc``, None for other errors."""
+    error = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return error.name() if error is not None and hasattr(error, "name") else None

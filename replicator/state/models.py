@@ -79,3 +79,38 @@ class DataLossRow(Base):
     from_offset: Mapped[int] = mapped_column(BigInteger)
     to_offset: Mapped[int] = mapped_column(BigInteger)
     detected_at: Mapped[dt.datetime] = _now()
+
+
+class SyncRunRow(Base):
+    """One applied sync run of a route (discovery, metadata or full) and how it went."""
+
+    __tablename__ = "mf_sync_run"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    route: Mapped[str] = mapped_column(String(200), index=True)
+    step: Mapped[str] = mapped_column(String(20))
+    status: Mapped[str] = mapped_column(String(20))
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    notes: Mapped[str | None] = mapped_column(Text)
+
+    changes: Mapped[list[SyncChangeRow]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", order_by="SyncChangeRow.position"
+    )
+
+
+class SyncChangeRow(Base):
+    """One change of a sync run: kind, resource, ``old -> new`` detail, outcome and error."""
+
+    __tablename__ = "mf_sync_change"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("mf_sync_run.id", ondelete="CASCADE"), index=True)
+    position: Mapped[int] = mapped_column()
+    kind: Mapped[str] = mapped_column(String(30))
+    resource: Mapped[str] = mapped_column(Text)
+    detail: Mapped[str] = mapped_column(Text)
+    outcome: Mapped[str] = mapped_column(String(20))
+    error: Mapped[str | None] = mapped_column(Text)
+
+    run: Mapped[SyncRunRow] = relationship(back_populates="changes")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 
 from sqlalchemy import func, select
@@ -9,8 +10,9 @@ from sqlalchemy.orm import Session
 
 from replicator.config import RouteConfig
 from replicator.domain.route_topic import AddedBy, DesiredState, RouteTopic, TopicStatus
+from replicator.domain.sync_run import Outcome, SyncChange, SyncRun
 from replicator.errors import ConfigError
-from replicator.state.models import DataLossRow, RouteRow, RouteTopicRow
+from replicator.state.models import DataLossRow, RouteRow, RouteTopicRow, SyncChangeRow, SyncRunRow
 
 
 def _policy_name(route: RouteConfig) -> str:
@@ -101,3 +103,63 @@ def data_losses(session: Session, route: str) -> list[tuple[str, int, int, int]]
     """(topic, partition, from, to) of every loss recorded for ``route``, oldest first."""
     rows = session.scalars(select(DataLossRow).where(DataLossRow.route == route).order_by(DataLossRow.id))
     return [(r.topic, r.partition, r.from_offset, r.to_offset) for r in rows]
+
+
+def register_discovered(session: Session, route: str, topics: Iterable[str]) -> list[str]:
+    """Add the topics discovery found that the route has no row for yet; returns those added.
+
+    A topic the operator paused or removed keeps its row untouched.
+    """
+    known = {t.topic for t in route_topics(session, route)}
+    added = sorted(set(topics) - known)
+    for topic in added:
+        set_topic(session, route, topic, DesiredState.REPLICATE, AddedBy.DISCOVERY)
+    return added
+
+
+def replicated_topics(session: Session, route: str) -> frozenset[str]:
+    """Source topics the route wants replicated and has copied (or discovery created a replica for)."""
+    copied = {TopicStatus.REPLICATING, TopicStatus.STOPPED, TopicStatus.FAILED}
+    return frozenset(
+        t.topic for t in route_topics(session, route)
+        if t.desired_state == DesiredState.REPLICATE and (t.status in copied or t.added_by == AddedBy.DISCOVERY)
+    )
+
+
+def record_sync_run(session: Session, run: SyncRun) -> int:
+    """Store an applied sync run with its changes; returns its id."""
+    row = SyncRunRow(route=run.route, step=run.step, status=run.status.value, started_at=run.started_at,
+                     finished_at=run.finished_at, notes="\n".join(run.notes) or None)
+    row.changes = [
+        SyncChangeRow(position=i, kind=c.kind, resource=c.resource, detail=c.detail, outcome=c.outcome.value,
+                      error=c.error)
+        for i, c in enumerate(run.changes)
+    ]
+    session.add(row)
+    session.flush()
+    return row.id
+
+
+def sync_runs(session: Session, route: str, step: str | None = None, limit: int = 20) -> list[SyncRun]:
+    """The route's latest sync runs (of ``step`` when given), newest first."""
+    query = select(SyncRunRow).where(SyncRunRow.route == route)
+    if step is not None:
+        query = query.where(SyncRunRow.step == step)
+    rows = session.scalars(query.order_by(SyncRunRow.started_at.desc(), SyncRunRow.id.desc()).limit(limit))
+    return [_sync_run(row) for row in rows]
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    # SQLite hands timezone-aware columns back naive; they were written in UTC.
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+def _sync_run(row: SyncRunRow) -> SyncRun:
+    return SyncRun(
+        route=row.route,
+        step=row.step,
+        started_at=_utc(row.started_at),
+        finished_at=_utc(row.finished_at),
+        changes=tuple(SyncChange(c.kind, c.resource, c.detail, Outcome(c.outcome), c.error) for c in row.changes),
+        notes=tuple(row.notes.splitlines()) if row.notes else (),
+    )
