@@ -90,7 +90,7 @@ def _outcome(action: SyncAction, future: Future[Any], timeout: float) -> tuple[R
             return (Outcome.APPLIED, None), None
         if name is not None and name == _MAYBE_ALREADY.get(type(action)):
             return (Outcome.APPLIED, None), error_text(exc)
-        log.info("sync action failed action=%r resource=%s error=%s", action.kind, action.resource,
+        log.warning("sync action failed action=%r resource=%s error=%s", action.kind, action.resource,
                     error_text(exc))
         return (Outcome.FAILED, error_text(exc)), None
 

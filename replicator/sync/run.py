@@ -66,9 +66,14 @@ class PreparedSync:
     started_at: dt.datetime
 
 
-def as_config(config: Config | str | os.PathLike[str]) -> Config:
-    """``config`` itself, or the configuration file it names (environment read here, at the entry)."""
-    return config if isinstance(config, Config) else load_config(Path(config), os.environ)
+ConfigRef = Config | str | os.PathLike[str] | None
+
+
+def as_config(config: ConfigRef) -> Config:
+    """``config`` itself, or the file it names, or (None) ``$MIRRORFLOW_CONFIG`` / ``./mirrorflow.yaml``."""
+    if isinstance(config, Config):
+        return config
+    return load_config(None if config is None else Path(config), os.environ)
 
 
 def prepare(config: Config, route_name: str, step: str = "full") -> PreparedSync:
@@ -125,7 +130,7 @@ def _record(prepared: PreparedSync, run: SyncRun) -> None:
         store.close()
 
 
-def run_step(config: Config | str | os.PathLike[str], route: str, step: str, dry_run: bool) -> dict[str, Any]:
+def run_step(config: ConfigRef, route: str, step: str, dry_run: bool) -> dict[str, Any]:
     """Prepare and execute one step; the summary, or SyncFailed (after recording) when anything failed."""
     run = execute(prepare(as_config(config), route, step), dry_run)
     if run.failures:
@@ -133,22 +138,22 @@ def run_step(config: Config | str | os.PathLike[str], route: str, step: str, dry
     return run.summary()
 
 
-def discover_topics(config: Config | str | os.PathLike[str], route: str, dry_run: bool = False) -> dict[str, Any]:
+def discover_topics(config: ConfigRef, route: str, dry_run: bool = False) -> dict[str, Any]:
     """Create missing replicas with the source's partitions and configs, grow partitions, register topics."""
     return run_step(config, route, "discovery", dry_run)
 
 
-def sync_metadata(config: Config | str | os.PathLike[str], route: str, dry_run: bool = False) -> dict[str, Any]:
+def sync_metadata(config: ConfigRef, route: str, dry_run: bool = False) -> dict[str, Any]:
     """Bring the replicas' topic configs and the target's ACLs in step with the source."""
     return run_step(config, route, "metadata", dry_run)
 
 
-def sync_route(config: Config | str | os.PathLike[str], route: str, dry_run: bool = False) -> dict[str, Any]:
+def sync_route(config: ConfigRef, route: str, dry_run: bool = False) -> dict[str, Any]:
     """Discovery and metadata sync in one run (``mirrorflow sync``)."""
     return run_step(config, route, "full", dry_run)
 
 
-def discovery_due(config: Config | str | os.PathLike[str], route: str, now: dt.datetime | None = None) -> bool:
+def discovery_due(config: ConfigRef, route: str, now: dt.datetime | None = None) -> bool:
     """True when the route's last discovery (or full sync) is older than its ``sync.discovery_interval``."""
     from replicator.state import repository
     from replicator.state.store import StateStore
@@ -164,3 +169,18 @@ def discovery_due(config: Config | str | os.PathLike[str], route: str, now: dt.d
     last = next((r.started_at for r in runs if r.step in ("discovery", "full")), None)
     return last is None or (now or pendulum.now("UTC")) - last >= interval
 
+
+
+def plan_report(config: ConfigRef, route: str, step: str = "full") -> dict[str, Any]:
+    """Plan ``step`` without applying it: the readable diff (logged by the DAGs) and its size."""
+    prepared = prepare(as_config(config), route, step)
+    text = prepared.plan.render()
+    log.info("sync plan route=%s step=%s actions=%d\n%s", route, step, len(prepared.plan.actions), text)
+    return {"route": route, "step": step, "actions": len(prepared.plan.actions),
+            "unreadable": len(prepared.read_failures), "plan": text}
+
+
+def route_names(config: ConfigRef, only: str | None = None) -> list[str]:
+    """The routes of the config (or just ``only``, checked to exist): what a DAG run covers."""
+    loaded = as_config(config)
+    return [loaded.route(only).name] if only else [r.name for r in loaded.routes]

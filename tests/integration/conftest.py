@@ -18,3 +18,14 @@ def workers(tmp_path: Path) -> Iterator[list[Worker]]:
     for worker in started:
         if worker.process.poll() is None:
             worker.terminate()
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> None:
+    """Airflow's own SQLite metadata DB, migrated once per session (AIRFLOW_HOME: conftest)."""
+    import subprocess
+    import sys
+
+    airflow = Path(sys.executable).parent / "airflow"
+    done = subprocess.run([str(airflow), "db", "migrate"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
