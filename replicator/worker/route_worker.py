@@ -90,7 +90,9 @@ class RouteWorker:
             if self.backlog and not self._drain_backlog():
                 consumer.consume(1, 0.05)  # keeps group membership while the target is slow
             else:
-                messages = consumer.consume(self.batch_size, 0.05)
+                # librdkafka's batch consume waits its whole timeout unless the batch fills:
+                # take what is there at once, and only block (until one arrives) when empty.
+                messages = consumer.consume(self.batch_size, 0) or consumer.consume(1, 0.05)
                 if self.failure:
                     break
                 self._replicate(messages)
