@@ -1,0 +1,92 @@
+"""Starting the two peers: MirrorFlow (`mirrorflow run`) and MirrorMaker 2 (its dedicated driver)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+from measure import Env  # noqa: E402
+from procs import Child  # noqa: E402
+
+from replicator.jars import kafka_classpath  # noqa: E402
+
+MF_SOURCE_ALIAS = "mfsource"  # MirrorFlow's name of the source cluster -> target prefix
+
+
+def start_mirrorflow(env: Env, size: int, topics: list[str]) -> Child:
+    config = env.work / f"mirrorflow-{size}.yaml"
+    config.write_text(json.dumps({
+        "clusters": {MF_SOURCE_ALIAS: {"bootstrap.servers": env.source},
+                     "target": {"bootstrap.servers": env.target}},
+        "routes": [{"name": f"bench-{size}", "source": MF_SOURCE_ALIAS, "target": "target", "topics": topics}],
+        "state": {"url": f"sqlite:///{env.work / f'state-{size}.db'}"},
+    }))
+    return Child("mirrorflow run", [str(REPO / ".venv" / "bin" / "mirrorflow"), "--log-level", "info", "run",
+                                    "--config", str(config), "--route", f"bench-{size}"],
+                 env.work / f"mirrorflow-{size}.log", cwd=env.work)
+
+
+MM2_LOG4J = """\
+status = error
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+"""
+
+
+def start_mm2(env: Env, size: int, topics: list[str]) -> Child:
+    tag = f"bench{size}"
+    props = {
+        "clusters": "source, target",
+        "source.bootstrap.servers": env.source,
+        "target.bootstrap.servers": env.target,
+        "source->target.enabled": "true",
+        "source->target.topics": ", ".join(re.escape(t) for t in topics),
+        "target->source.enabled": "false",
+        # single-node clusters: every topic MM2 creates has one replica
+        "replication.factor": "1",
+        "offset-syncs.topic.replication.factor": "1",
+        "checkpoints.topic.replication.factor": "1",
+        "heartbeats.topic.replication.factor": "1",
+        "offset.storage.replication.factor": "1",
+        "config.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        # fresh Connect state per run (worker group and internal topics live on the target)
+        "target.group.id": f"mm2-{tag}",
+        "offset.storage.topic": f"mm2-offsets-{tag}.internal",
+        "config.storage.topic": f"mm2-configs-{tag}.internal",
+        "status.storage.topic": f"mm2-status-{tag}.internal",
+        # only the data copy (and its offset syncs, as MirrorFlow writes its own)
+        "emit.checkpoints.enabled": "false",
+        "emit.heartbeats.enabled": "false",
+        "sync.group.offsets.enabled": "false",
+        "refresh.groups.enabled": "false",
+        "sync.topic.configs.enabled": "false",
+        "sync.topic.acls.enabled": "false",
+        # the same delivery guarantee as MirrorFlow's producer (the worker's producer.* = target.producer.*)
+        "target.producer.acks": "all",
+        "target.producer.enable.idempotence": "true",
+        "tasks.max": "1",  # one task, as one MirrorFlow worker process is one route thread
+        # what MM2's own start-up warning recommends (skips a ~13 s classpath scan per herder)
+        "plugin.discovery": "service_load",
+    }
+    path = env.work / f"mm2-{size}.properties"
+    path.write_text("".join(f"{k} = {v}\n" for k, v in props.items()))
+    log4j = env.work / f"mm2-{size}-log4j2.properties"
+    log4j.write_text(MM2_LOG4J.format(log=env.work / f"mm2-{size}-connect.log"))
+    # Heap and GC as bin/connect-mirror-maker.sh + kafka-run-class.sh use them.
+    args = ["java", "-Xms256m", "-Xmx2g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+            "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j}",
+            "-cp", kafka_classpath(), "org.apache.kafka.connect.mirror.MirrorMaker", str(path)]
+    return Child("MirrorMaker 2", args, env.work / f"mm2-{size}.out", cwd=env.work)

@@ -1,0 +1,144 @@
+"""Child processes, Kafka tools and offsets: the bench's plumbing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
+
+from replicator.jars import kafka_classpath  # noqa: E402
+
+POLL_S = 0.2
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+START = time.monotonic()
+
+
+class StepFailed(Exception):
+    """A step timed out, stalled or failed; the message names it."""
+
+
+def progress(message: str) -> None:
+    print(f"[{time.monotonic() - START:7.1f}s] {message}", flush=True)
+
+
+# -- processes -------------------------------------------------------------------------
+
+def cpu_seconds(pid: int) -> float | None:
+    """utime+stime of the process (all its threads, live and finished), in seconds."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat(5)
+
+
+class Child:
+    """A child process with its output in a log file; stopped on the way out, always."""
+
+    running: list[Child] = []
+
+    def __init__(self, name: str, args: list[str], log: Path, cwd: Path | None = None) -> None:
+        self.name, self.log = name, log
+        self._out = open(log, "wb")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(args, stdout=self._out, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, cwd=cwd)
+        Child.running.append(self)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def check_alive(self, step: str) -> None:
+        if not self.alive():
+            raise StepFailed(f"{step}: {self.name} exited with code {self.process.returncode}; "
+                             f"last lines of {self.log}:\n{self.tail()}")
+
+    def tail(self, lines: int = 15) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout: float = 30) -> int | None:
+        """SIGTERM, then SIGKILL after ``timeout``; returns the exit code."""
+        if self.alive():
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                progress(f"{self.name} did not stop in {timeout:.0f} s, killing it")
+                self.process.kill()
+                self.process.wait(10)
+        self._out.close()
+        if self in Child.running:
+            Child.running.remove(self)
+        return self.process.returncode
+
+
+def java(main_class: str, *args: str, heap: str = "512m") -> list[str]:
+    return ["java", f"-Xmx{heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+            "-Djava.awt.headless=true", "-cp", kafka_classpath(), main_class, *args]
+
+
+def run_tool(name: str, args: list[str], log: Path, timeout: float) -> str:
+    """Run a Kafka tool to completion (bounded); returns its output."""
+    child = Child(name, args, log)
+    try:
+        child.process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        child.stop(5)
+        raise StepFailed(f"{name}: no result after {timeout:.0f} s; see {log}") from None
+    child.stop()
+    output = log.read_text(errors="replace")
+    if child.process.returncode != 0:
+        raise StepFailed(f"{name}: exit code {child.process.returncode}; last lines:\n{child.tail()}")
+    return output
+
+
+# -- Kafka helpers ---------------------------------------------------------------------
+
+class Offsets:
+    """Sum of a topic's end offsets, read fresh from the broker (no cache)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watermarks",
+                                  "enable.auto.commit": "false"})
+
+    def partitions(self, topic: str) -> int:
+        try:
+            meta = self.consumer.list_topics(topic, timeout=2.0).topics.get(topic)
+        except KafkaException:
+            return 0
+        return 0 if meta is None or meta.error is not None else len(meta.partitions)
+
+    def total(self, topic: str) -> int:
+        count = self.partitions(topic)
+        total = 0
+        for p in range(count):
+            try:
+                total += self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=2.0,
+                                                             cached=False)[1]
+            except KafkaException:
+                pass
+        return total
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def percentile(sorted_values: list[float], q: float) -> float | None:
+    if not sorted_values:
+        return None
+    index = min(len(sorted_values) - 1, max(0, round(q / 100 * len(sorted_values)) - 1))
+    return sorted_values[index]
+
