@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from replicator.domain.group_filter import DEFAULT_EXCLUDED_GROUPS, DEFAULT_GROUPS, GroupFilter
 from replicator.domain.secrets import redact
 from replicator.domain.topic_filter import TopicFilter
 from replicator.errors import ConfigError
@@ -117,6 +118,30 @@ class SyncSettings(_Frozen):
         return principals
 
 
+class CheckpointSettings(_Frozen):
+    """``routes[].checkpoints``: which source groups get checkpoints, how often, written where."""
+
+    groups: tuple[str, ...] = DEFAULT_GROUPS  # group ids/regexes (whole id) to checkpoint
+    exclude_groups: tuple[str, ...] = DEFAULT_EXCLUDED_GROUPS  # replaces the defaults when given
+    interval: int = Field(default=60, ge=1)  # seconds between checkpoint runs of the DAG
+    write_target_groups: bool = False  # commit translated offsets into the target's idle groups
+
+    @field_validator("groups", "exclude_groups", mode="after")
+    @classmethod
+    def _valid_group_regexes(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        for index, pattern in enumerate(patterns):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise KeyProblem(f"[{index}]", f"invalid regex {pattern!r}: {exc}") from exc
+        return patterns
+
+    @property
+    def group_filter(self) -> GroupFilter:
+        """The include/exclude filter of the route's consumer groups."""
+        return GroupFilter(self.groups, self.exclude_groups)
+
+
 class RouteConfig(_Frozen):
     """One replication flow ``source → target``."""
 
@@ -138,6 +163,7 @@ class RouteConfig(_Frozen):
     consumer: Mapping[str, str] = Field(default_factory=dict)
     producer: Mapping[str, str] = Field(default_factory=dict)
     sync: SyncSettings = SyncSettings()
+    checkpoints: CheckpointSettings = CheckpointSettings()
 
     @field_validator("topics", "exclude", mode="after")
     @classmethod

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import BigInteger, DateTime, ForeignKey, MetaData, String, Text, UniqueConstraint, func
+from sqlalchemy import (
+    BigInteger, DateTime, ForeignKey, MetaData, String, Text, UniqueConstraint, func,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 NAMING = {
@@ -114,3 +116,43 @@ class SyncChangeRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
 
     run: Mapped[SyncRunRow] = relationship(back_populates="changes")
+
+
+class CheckpointRow(Base):
+    """The latest checkpoint of one group on one source partition of a route (updated in place)."""
+
+    __tablename__ = "mf_checkpoint"
+    __table_args__ = (
+        UniqueConstraint("route", "group_id", "topic", "partition", name="uq_mf_checkpoint_route_group_partition"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    route: Mapped[str] = mapped_column(String(200))
+    group_id: Mapped[str] = mapped_column(Text)  # Kafka sets no useful bound on a group id's length
+    topic: Mapped[str] = mapped_column(String(249))
+    partition: Mapped[int] = mapped_column()
+    source_offset: Mapped[int] = mapped_column(BigInteger)
+    target_topic: Mapped[str] = mapped_column(String(249))
+    target_offset: Mapped[int] = mapped_column(BigInteger)
+    status: Mapped[str] = mapped_column(String(20))
+    max_repeats: Mapped[int] = mapped_column(BigInteger)
+    checkpointed_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+
+
+class CheckpointRunRow(Base):
+    """One checkpoint run of a route: how it went and its figures."""
+
+    __tablename__ = "mf_checkpoint_run"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    route: Mapped[str] = mapped_column(String(200), index=True)
+    status: Mapped[str] = mapped_column(String(20))
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    groups: Mapped[int] = mapped_column()
+    checkpoints: Mapped[int] = mapped_column()  # translated, stored
+    untranslated: Mapped[int] = mapped_column()
+    target_commits: Mapped[int] = mapped_column()  # partitions committed into target groups
+    skipped_groups: Mapped[str | None] = mapped_column(Text)  # one "group: why" per line
+    error: Mapped[str | None] = mapped_column(Text)
+

@@ -1,0 +1,86 @@
+"""Repository functions of checkpoints: take a session, return domain objects; upserts.
+
+One row per (route, group, source topic, partition) holds the latest translated
+checkpoint, updated in place, so a retried run is harmless; each run adds one
+``mf_checkpoint_run`` row with its figures.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from replicator.domain.checkpoint import Checkpoint, CheckpointStatus
+from replicator.domain.checkpoint_run import CheckpointRun
+from replicator.domain.target_group import TargetOutcome
+from replicator.state.models import CheckpointRow, CheckpointRunRow
+
+
+def save_checkpoints(session: Session, route: str, checkpoints: Iterable[Checkpoint], at: dt.datetime) -> int:
+    """Insert or update the translated checkpoints (untranslated ones are skipped); returns how many."""
+    wanted = {(c.group, c.topic, c.partition): (c, c.target_offset) for c in checkpoints
+              if c.target_offset is not None}
+    if not wanted:
+        return 0
+    groups = sorted({group for group, _, _ in wanted})
+    rows = session.scalars(
+        select(CheckpointRow).where(CheckpointRow.route == route, CheckpointRow.group_id.in_(groups))
+    )
+    existing = {(r.group_id, r.topic, r.partition): r for r in rows}
+    for key, (checkpoint, target_offset) in wanted.items():
+        row = existing.get(key)
+        if row is None:
+            row = CheckpointRow(route=route, group_id=checkpoint.group, topic=checkpoint.topic,
+                                partition=checkpoint.partition)
+            session.add(row)
+        row.source_offset, row.target_topic = checkpoint.source_offset, checkpoint.target_topic
+        row.target_offset, row.status = target_offset, checkpoint.status.value
+        row.max_repeats, row.checkpointed_at = checkpoint.max_repeats, at
+    session.flush()
+    return len(wanted)
+
+
+def checkpoints(session: Session, route: str, group: str | None = None) -> list[tuple[Checkpoint, dt.datetime]]:
+    """The stored checkpoints of ``route`` (of one group if given) and when each was taken, sorted."""
+    query = select(CheckpointRow).where(CheckpointRow.route == route)
+    if group is not None:
+        query = query.where(CheckpointRow.group_id == group)
+    rows = session.scalars(query.order_by(CheckpointRow.group_id, CheckpointRow.topic, CheckpointRow.partition))
+    return [
+        (Checkpoint(r.group_id, r.topic, r.partition, r.source_offset, r.target_topic, r.target_offset,
+                    CheckpointStatus(r.status), r.max_repeats), _utc(r.checkpointed_at))
+        for r in rows
+    ]
+
+
+def record_checkpoint_run(session: Session, run: CheckpointRun) -> int:
+    """Store one run's figures; returns its id."""
+    skipped = "\n".join(f"{g}: {why}" for g, why in sorted(run.skipped_groups.items()))
+    failed = "\n".join(f"group {g}: {why}" for g, why in sorted(run.failed_groups.items()))
+    row = CheckpointRunRow(
+        route=run.route, status=run.status.value, started_at=run.started_at, finished_at=run.finished_at,
+        groups=len(run.groups), checkpoints=len(run.translated),
+        untranslated=len(run.checkpoints) - len(run.translated),
+        target_commits=sum(t.outcome == TargetOutcome.WRITTEN for t in run.target_offsets),
+        skipped_groups=skipped or None, error="\n".join(filter(None, [run.error, failed])) or None,
+    )
+    session.add(row)
+    session.flush()
+    return row.id
+
+
+def last_run_started(session: Session, route: str) -> dt.datetime | None:
+    """When the route's latest recorded checkpoint run started (None if it never ran)."""
+    started = session.scalar(
+        select(CheckpointRunRow.started_at).where(CheckpointRunRow.route == route)
+        .order_by(CheckpointRunRow.started_at.desc()).limit(1)
+    )
+    return None if started is None else _utc(started)
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    # SQLite hands timezone-aware columns back naive; they were written in UTC.
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
