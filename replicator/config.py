@@ -59,6 +59,16 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _regexes(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """``patterns`` unchanged when each compiles; else the first bad one, by index."""
+    for index, pattern in enumerate(patterns):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise KeyProblem(f"[{index}]", f"invalid regex {pattern!r}: {exc}") from exc
+    return patterns
+
+
 class ClusterConfig(_Frozen):
     """A named Kafka cluster and its librdkafka client properties."""
 
@@ -101,12 +111,7 @@ class SyncSettings(_Frozen):
     @field_validator("exclude_configs", mode="after")
     @classmethod
     def _valid_exclusions(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
-        for index, pattern in enumerate(patterns):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise KeyProblem(f"[{index}]", f"invalid regex {pattern!r}: {exc}") from exc
-        return patterns
+        return _regexes(patterns)
 
     @field_validator("principals", mode="after")
     @classmethod
@@ -129,12 +134,7 @@ class CheckpointSettings(_Frozen):
     @field_validator("groups", "exclude_groups", mode="after")
     @classmethod
     def _valid_group_regexes(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
-        for index, pattern in enumerate(patterns):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise KeyProblem(f"[{index}]", f"invalid regex {pattern!r}: {exc}") from exc
-        return patterns
+        return _regexes(patterns)
 
     @property
     def group_filter(self) -> GroupFilter:
@@ -168,12 +168,7 @@ class RouteConfig(_Frozen):
     @field_validator("topics", "exclude", mode="after")
     @classmethod
     def _valid_regexes(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
-        for index, pattern in enumerate(patterns):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise KeyProblem(f"[{index}]", f"invalid regex {pattern!r}: {exc}") from exc
-        return patterns
+        return _regexes(patterns)
 
     @field_validator("policy", mode="before")
     @classmethod
@@ -338,3 +333,16 @@ def load_config(path: str | Path | None = None, environ: Mapping[str, str] | Non
     except OSError as exc:
         raise ConfigError(f"cannot read config file {resolved}: {exc.strerror}") from None
     return parse_config(text, str(resolved), env)
+
+
+ConfigRef = Config | str | os.PathLike[str] | None
+
+
+def as_config(config: ConfigRef) -> Config:
+    """``config`` itself, or the file it names, or (None) ``$MIRRORFLOW_CONFIG`` / ``./mirrorflow.yaml``.
+
+    What the functions the DAGs call take: a task passes a path or nothing, the CLI a Config.
+    """
+    if isinstance(config, Config):
+        return config
+    return load_config(None if config is None else Path(config), os.environ)

@@ -17,7 +17,6 @@ import logging
 import os
 from collections import defaultdict
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pendulum
@@ -25,7 +24,7 @@ import pendulum
 from replicator.checkpoints.offsets import commit
 from replicator.checkpoints.read import PreparedCheckpoints, prepare
 from replicator.checkpoints.topic import checkpoints_topic_name, publish
-from replicator.config import Config, load_config
+from replicator.config import Config, as_config
 from replicator.domain.checkpoint_run import CheckpointRun
 from replicator.domain.target_group import TargetOffset, TargetOutcome, offsets_to_commit
 from replicator.errors import ClusterError, MirrorFlowError
@@ -41,13 +40,6 @@ class CheckpointFailed(MirrorFlowError):
         lines = [run.error] if run.error else []
         lines += [f"group {g}: {why}" for g, why in sorted(run.failed_groups.items())]
         super().__init__(f"route {run.route}: checkpoint run failed:\n" + "\n".join(lines))
-
-
-def as_config(config: Config | str | os.PathLike[str] | None) -> Config:
-    """``config`` itself, or the file it names (None: ``$MIRRORFLOW_CONFIG``, then ./mirrorflow.yaml)."""
-    if isinstance(config, Config):
-        return config
-    return load_config(None if config is None else Path(config), os.environ)
 
 
 def apply(prepared: PreparedCheckpoints, dry_run: bool = False) -> CheckpointRun:

@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pendulum
 
-from replicator.config import Config, RouteConfig, load_config
+from replicator.config import Config, ConfigRef, RouteConfig, as_config
 from replicator.domain.metadata_sync import (
     ALL_STEPS,
     DISCOVERY_STEPS,
@@ -64,16 +62,6 @@ class PreparedSync:
     read_failures: tuple[SyncChange, ...]
     selected: tuple[str, ...]
     started_at: dt.datetime
-
-
-ConfigRef = Config | str | os.PathLike[str] | None
-
-
-def as_config(config: ConfigRef) -> Config:
-    """``config`` itself, or the file it names, or (None) ``$MIRRORFLOW_CONFIG`` / ``./mirrorflow.yaml``."""
-    if isinstance(config, Config):
-        return config
-    return load_config(None if config is None else Path(config), os.environ)
 
 
 def prepare(config: Config, route_name: str, step: str = "full") -> PreparedSync:

@@ -1,0 +1,60 @@
+"""Every minute: each route's consumer-group offsets translated to the target (checkpoints)."""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import Param, dag, task
+
+DOC = """
+### Offset checkpoints
+For each route of `mirrorflow.yaml` (`MIRRORFLOW_CONFIG`) whose last checkpoint run is
+older than its `checkpoints.interval` (seconds, default 60): reads the committed
+offsets of the source's consumer groups (`checkpoints.groups` minus
+`checkpoints.exclude_groups`), translates each through the route's offset syncs —
+exact when the route has copied up to the group, "at most N may repeat" when it
+lags, never skipping — and stores them in the state DB (`mf_checkpoint`) and the
+compacted topic `mirrorflow-checkpoints.<route>.internal` on the target. With
+`checkpoints.write_target_groups` they are also committed into the target's groups
+that have no active members (never moving one backwards).
+
+Trigger by hand with `route` (and `groups`) to run now. A group that cannot be
+read or written fails the run, named in the task log. The same without Airflow:
+`mirrorflow checkpoint`.
+"""
+
+
+@dag(
+    dag_id="mirrorflow_offset_checkpoints",
+    schedule="* * * * *",
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    tags=["mirrorflow"],
+    doc_md=DOC,
+    params={
+        "route": Param(None, type=["null", "string"], description="one route, now (default: every due one)"),
+        "groups": Param([], type="array", description="only these groups (default: the route's filter)"),
+    },
+)
+def mirrorflow_offset_checkpoints() -> None:
+    @task
+    def due_routes(params: dict[str, object] | None = None) -> list[str]:
+        from replicator.checkpoints.run import checkpoint_due
+        from replicator.sync.run import route_names
+
+        only = (params or {}).get("route")
+        if only:
+            return route_names(None, str(only))
+        return [route for route in route_names(None) if checkpoint_due(None, route)]
+
+    @task
+    def checkpoint(route: str, params: dict[str, object] | None = None) -> dict[str, object]:
+        from replicator.checkpoints.run import checkpoint_route
+
+        groups = list((params or {}).get("groups") or []) or None  # type: ignore[call-overload]
+        return checkpoint_route(None, route, groups)
+
+    checkpoint.expand(route=due_routes())
+
+
+mirrorflow_offset_checkpoints()
