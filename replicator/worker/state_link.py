@@ -12,8 +12,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from replicator.config import RouteConfig
-from replicator.domain.route_topic import AddedBy, DesiredState, TopicStatus
-from replicator.errors import StateStoreError
+from replicator.domain.route_topic import AddedBy, DesiredState, RouteTopic, TopicStatus
+from replicator.errors import ConfigError, StateStoreError
 from replicator.state import repository
 
 if TYPE_CHECKING:
@@ -30,7 +30,13 @@ class StateLink:
 
     def manual_topics(self) -> tuple[set[str], set[str]]:
         """Topics added (replicate) and removed/paused by ``mirrorflow topics``."""
-        rows = self._run(lambda session: repository.route_topics(session, self.route.name)) or []
+        def work(session: Session) -> list[RouteTopic]:
+            try:
+                return repository.route_topics(session, self.route.name)
+            except ConfigError:
+                return []  # a route no worker has registered yet: nothing was added or removed by hand
+
+        rows = self._run(work) or []
         added = {r.topic for r in rows if r.desired_state == DesiredState.REPLICATE and r.added_by == AddedBy.CLI}
         return added, {r.topic for r in rows if r.desired_state != DesiredState.REPLICATE}
 

@@ -91,3 +91,17 @@ def test_unreachable_database_is_a_state_store_error() -> None:
     assert "secretpw" not in str(caught.value)
     with pytest.raises(StateStoreError, match="state.url"):
         StateStore("not a url")
+
+
+def test_a_route_never_registered_has_no_manual_topics(state_url: str) -> None:
+    """`mirrorflow status` (and a starting worker) on a route no one has run yet."""
+    from replicator.config import parse_config
+    from replicator.worker.state_link import StateLink
+
+    config = parse_config("clusters: {a: {bootstrap.servers: 'x:1'}, b: {bootstrap.servers: 'y:1'}}\n"
+                          "routes: [{name: fresh, source: a, target: b, topics: [t]}]\n")
+    store = StateStore(state_url)
+    try:
+        assert StateLink(config.route("fresh"), store).manual_topics() == (set(), set())
+    finally:
+        store.close()
