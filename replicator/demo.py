@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 
 from confluent_kafka import Producer
 
+from replicator.config import Config
 from replicator.errors import ClusterError
 from replicator.kafka.admin import create_topics
 
@@ -14,7 +15,7 @@ DEMO_TOPICS: dict[str, int] = {"orders": 3, "payments.eu": 2, "payments.us": 2}
 RECORDS_PER_TOPIC = 1000
 
 
-def _demo_record(topic: str, n: int) -> tuple[bytes, bytes, list[tuple[str, bytes]]]:
+def _demo_record(topic: str, n: int) -> tuple[bytes, bytes, list[tuple[str, str | bytes | None]]]:
     key = f"customer-{n % 50}".encode()
     value = json.dumps({"topic": topic, "seq": n, "amount_cents": (n * 37) % 10_000}).encode()
     return key, value, [("source", b"mirrorflow-demo"), ("seq", str(n).encode())]
@@ -45,3 +46,20 @@ def seed_demo_topics(
     if left or failures:
         raise ClusterError(f"demo records not delivered: {left} pending, errors: {failures[:3]}")
     return {topic: RECORDS_PER_TOPIC for topic in DEMO_TOPICS}
+
+
+def prepare_state(config: Config) -> list[str]:
+    """Migrate the state DB and register the config's routes, as ``mirrorflow db upgrade`` does.
+
+    Done before the demo starts its worker: the status it polls reads the route's rows,
+    and the worker, a separate process, registers them only once it has started.
+    """
+    from replicator.state.repository import register_routes  # SQLAlchemy: only when needed
+    from replicator.state.store import StateStore
+
+    store = StateStore(config.state.url)
+    try:
+        with store.session() as session:
+            return register_routes(session, config.routes)
+    finally:
+        store.close()

@@ -3,17 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import os
+import shutil
 import time
-from typing import Any
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from replicator.airflow_local import (
+    DEFAULT_PORT,
+    PORT_ENV,
+    AdminLogin,
+    AirflowStatus,
+    LocalAirflow,
+    parse_port,
+)
+from replicator.airflow_rest import DagReport
 from replicator.cli.common import add_home_arg, dev_ports
 from replicator.cli.output import as_json, say, table
-from replicator.config import CONFIG_ENV, load_config
-from replicator.demo import seed_demo_topics
+from replicator.config import CONFIG_ENV, Config, RouteConfig, load_config
+from replicator.demo import prepare_state, seed_demo_topics
 from replicator.errors import ClusterError
-from replicator.devenv import dev_config_path, dev_down, dev_status, dev_up
+from replicator.devenv import dev_config_path, dev_down, dev_status, dev_up, write_dev_config
 from replicator.localcluster import ClusterStatus
+
+if TYPE_CHECKING:
+    from replicator.control.status import PartitionStatus
 
 
 def register(commands: Any) -> None:
@@ -23,15 +40,25 @@ def register(commands: Any) -> None:
 
     up = sub.add_parser("up", help="start both clusters (harmless when running); writes mirrorflow.yaml")
     add_home_arg(up)
-    up.add_argument("--clean", action="store_true", help="delete their data first")
+    up.add_argument("--clean", action="store_true", help="delete their data (and Airflow's) first")
+    up.add_argument(
+        "--airflow", action="store_true",
+        help=f"also run Airflow 3 with the repo's dags/ on 127.0.0.1 "
+        f"(env {PORT_ENV}, default {DEFAULT_PORT})",
+    )
     up.set_defaults(handler=up_cmd)
 
-    down = sub.add_parser("down", help="stop both clusters; data is kept unless --clean")
+    down = sub.add_parser(
+        "down", help="stop both clusters and Airflow; data is kept unless --clean"
+    )
     add_home_arg(down)
-    down.add_argument("--clean", action="store_true", help="also delete their data")
+    down.add_argument("--clean", action="store_true", help="also delete their data and Airflow's")
     down.set_defaults(handler=down_cmd)
 
-    status = sub.add_parser("status", help="cluster id, address, pid and topics of each cluster")
+    status = sub.add_parser(
+        "status",
+        help="cluster id, address, pid and topics of each cluster; Airflow's URL and state",
+    )
     add_home_arg(status)
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.set_defaults(handler=status_cmd)
@@ -40,6 +67,10 @@ def register(commands: Any) -> None:
         "demo", help="start the local clusters, seed demo topics, prepare the state DB, show status"
     )
     add_home_arg(demo)
+    demo.add_argument(
+        "--no-airflow", dest="airflow", action="store_false",
+        help=f"skip the local Airflow (saves about 0.7 GB of memory; port: env {PORT_ENV})",
+    )
     demo.set_defaults(handler=demo_cmd)
 
 
@@ -52,10 +83,80 @@ def _print_status(statuses: list[ClusterStatus]) -> None:
     say(table(["cluster", "bootstrap.servers", "cluster id", "pid", "state", "topics"], rows))
 
 
+def _local_airflow(home: Path, starting: bool = False) -> LocalAirflow:
+    """The Airflow of the dev home: where it runs, else on $MIRRORFLOW_AIRFLOW_PORT."""
+    port = parse_port(os.environ.get(PORT_ENV))
+    airflow = LocalAirflow.of_home(home, port)
+    if starting and airflow.spec.port != port:
+        say(f"airflow runs on port {airflow.spec.port}; {PORT_ENV}={port} applies after `dev down`")
+    return airflow
+
+
+def _remove_airflow(airflow: LocalAirflow) -> None:
+    airflow.stop(progress=say)
+    if airflow.is_set_up():
+        shutil.rmtree(airflow.spec.airflow_home)
+        say("deleted airflow's metadata DB, logs and login")
+
+
+def _say_login(login: AdminLogin) -> None:
+    if login.new_password is not None:
+        say(f"  login: {login.user} / {login.new_password}   <- shown this once; "
+            f"kept in {login.password_file}")
+    else:
+        say(f"  login: {login.user}, password in {login.password_file}")
+
+
+@contextlib.contextmanager
+def _login_shown_on_failure(login: AdminLogin | None) -> Iterator[None]:
+    """A new admin password is shown even when the command fails after creating it."""
+    try:
+        yield
+    except BaseException:
+        if login is not None and login.new_password is not None:
+            _say_login(login)
+        raise
+
+
+def _start_airflow(
+    home: Path, ports: dict[str, int], clean: bool
+) -> tuple[LocalAirflow, AdminLogin]:
+    """Launch Airflow first, so that it boots while the clusters start."""
+    if clean:
+        _remove_airflow(_local_airflow(home))
+    airflow = _local_airflow(home, starting=True)
+    write_dev_config(home, ports)  # what its tasks read as $MIRRORFLOW_CONFIG
+    return airflow, airflow.launch(progress=say)
+
+
+def _print_airflow(airflow: LocalAirflow, login: AdminLogin, report: DagReport) -> None:
+    spec = airflow.spec
+    say(f"\nairflow: {spec.url}   (UI and REST API; logs {spec.airflow_home}/*.log)")
+    _say_login(login)
+    if report.dags:
+        say(table(["DAG", "schedule", "state", "file"],
+                  [[d.dag_id, d.schedule, "paused" if d.paused else "active", d.file]
+                   for d in report.dags]))
+    for file, error in report.import_errors:
+        say(f"  import error in dags/{file}: {error}")
+    for file in report.unregistered:
+        say(f"  dags/{file}: no DAG registered yet; see {spec.log_file('dag-processor')}")
+
+
 def up_cmd(args: argparse.Namespace) -> int:
-    """Start both clusters and print where they are."""
-    statuses = dev_up(args.home, dev_ports(), clean=args.clean, progress=say)
-    _print_status(statuses)
+    """Start both clusters (and Airflow with --airflow) and print where they are."""
+    ports = dev_ports()
+    if not args.airflow:
+        if args.clean:
+            _remove_airflow(_local_airflow(args.home))
+        _print_status(dev_up(args.home, ports, clean=args.clean, progress=say))
+    else:
+        airflow, login = _start_airflow(args.home, ports, args.clean)
+        with _login_shown_on_failure(login):
+            statuses = dev_up(args.home, ports, clean=args.clean, progress=say)
+            report = airflow.wait_ready(progress=say)
+        _print_status(statuses)
+        _print_airflow(airflow, login, report)
     path = dev_config_path(args.home).resolve()
     say(f"\nconfig for these clusters: {path}\n  export {CONFIG_ENV}={path}")
     return 0
@@ -67,38 +168,55 @@ def down_cmd(args: argparse.Namespace) -> int:
 
     if stop_worker(args.home):
         say("stopped the demo's replication worker")
+    airflow = _local_airflow(args.home)
+    if args.clean:
+        _remove_airflow(airflow)
+    else:
+        airflow.stop(progress=say)
     stopped = dev_down(args.home, dev_ports(), clean=args.clean, progress=say)
     if not stopped:
         say("no local cluster was running")
     return 0
 
 
+def _airflow_state(status: AirflowStatus) -> str:
+    stopped = [name for name, pid in status.pids.items() if pid is None]
+    if len(stopped) == len(status.pids):
+        return "stopped"
+    if stopped:
+        return f"partly running ({', '.join(stopped)} stopped)"
+    unhealthy = [name for name, state in status.health.items() if state != "healthy"]
+    if not status.health:
+        return "running, API not answering"
+    return f"running, {', '.join(unhealthy)} unhealthy" if unhealthy else "running, healthy"
+
+
 def status_cmd(args: argparse.Namespace) -> int:
-    """Show both clusters; exit 1 when either is not running (for scripts)."""
+    """Show both clusters (and Airflow once set up); exit 1 when something is down (for scripts).
+
+    Airflow is optional: stopped is fine, running but not healthy is not.
+    """
     statuses = dev_status(args.home, dev_ports())
+    airflow = _local_airflow(args.home)
+    shown = airflow.status() if airflow.is_set_up() else None
     if args.json:
-        print(as_json([dataclasses.asdict(s) for s in statuses]))
+        entries: list[Any] = [dataclasses.asdict(s) for s in statuses]
+        print(as_json(entries + ([dataclasses.asdict(shown)] if shown else [])))
     else:
         _print_status(statuses)
-    return 0 if all(s.running for s in statuses) else 1
+        if shown:
+            pids = ", ".join(f"{name} {pid or '-'}" for name, pid in shown.pids.items())
+            rows = [[shown.url, _airflow_state(shown), pids]]
+            say("\n" + table(["airflow", "state", "pids"], rows))
+    airflow_ok = shown is None or _airflow_state(shown) in ("stopped", "running, healthy")
+    return 0 if all(s.running for s in statuses) and airflow_ok else 1
 
 
-def demo_cmd(args: argparse.Namespace) -> int:
-    """The local demo: clusters up, demo topics with records, replication running, status."""
+def _wait_caught_up(config: Config, route: RouteConfig, home: Path) -> list[PartitionStatus]:
+    """Poll the route's status until nothing is left to copy (90 s at most)."""
     from replicator.control.status import route_status
-    from replicator.demo_worker import start_worker, worker_log
+    from replicator.demo_worker import worker_log
 
-    say("== 1/4 local clusters")
-    ports = dev_ports()
-    dev_up(args.home, ports, progress=say)
-    config_path = dev_config_path(args.home)
-    config = load_config(config_path, {})
-    say("== 2/4 demo topics on primary")
-    seed_demo_topics(config.cluster("primary").client_properties(), progress=say)
-    say("== 3/4 replication primary -> backup")
-    pid = start_worker(args.home, config_path)
-    say(f"mirrorflow run started in the background (pid {pid}, log {worker_log(args.home).resolve()})")
-    route = config.routes[0]
     deadline = time.monotonic() + 90
     while True:
         try:
@@ -112,16 +230,47 @@ def demo_cmd(args: argparse.Namespace) -> int:
         lag = sum(r.lag for r in rows)
         say(f"  {route.name}: {len(rows)} partitions, {lag} records still to copy")
         if rows and lag == 0:
-            break
+            return rows
         if time.monotonic() > deadline:
-            raise ClusterError(f"the demo route did not catch up in 90 s; see {worker_log(args.home)}")
+            raise ClusterError(f"the demo route did not catch up in 90 s; see {worker_log(home)}")
         time.sleep(2)
-    say("== 4/4 status")
+
+
+def demo_cmd(args: argparse.Namespace) -> int:
+    """The local demo: clusters (and Airflow) up, demo topics, replication running, status.
+
+    Airflow boots while the clusters start, the topics fill and the route catches up,
+    so it adds little wall time; ``--no-airflow`` leaves it out.
+    """
+    from replicator.demo_worker import start_worker, worker_log
+
+    total, ports = (5 if args.airflow else 4), dev_ports()
+    say(f"== 1/{total} local clusters" + (" and Airflow" if args.airflow else ""))
+    airflow, login = _start_airflow(args.home, ports, clean=False) if args.airflow else (None, None)
+    with _login_shown_on_failure(login):
+        dev_up(args.home, ports, progress=say)
+        config_path = dev_config_path(args.home)
+        config = load_config(config_path, {})
+        say(f"== 2/{total} demo topics on primary")
+        seed_demo_topics(config.cluster("primary").client_properties(), progress=say)
+        say(f"== 3/{total} replication primary -> backup")
+        prepare_state(config)
+        pid = start_worker(args.home, config_path)
+        say(f"mirrorflow run started in the background "
+            f"(pid {pid}, log {worker_log(args.home).resolve()})")
+        rows = _wait_caught_up(config, config.routes[0], args.home)
+        if airflow is not None:
+            say(f"== 4/{total} Airflow")
+            report = airflow.wait_ready(progress=say)
+    say(f"== {total}/{total} status")
     _print_status(dev_status(args.home, ports))
     say("")
     say(table(["route", "topic", "partition", "source end", "committed", "lag"],
               [[r.route, r.topic, r.partition, r.end_offset, r.committed, r.lag] for r in rows]))
+    if airflow is not None and login is not None:
+        _print_airflow(airflow, login, report)
     say(f"\nconfig: {config_path.resolve()}\n"
         f"more:   mirrorflow status --config {config_path.resolve()}\n"
-        f"stop:   mirrorflow dev down --home {args.home}   (stops the worker and both clusters)")
+        f"stop:   mirrorflow dev down --home {args.home}   "
+        f"(stops the worker{', Airflow' if airflow else ''} and both clusters)")
     return 0
