@@ -260,3 +260,28 @@ def test_replicas_are_deleted_only_when_the_route_opts_in(tmp_path: Path, secure
     assert kinds(sync_route(delete, ROUTE)) == [("delete topic", f"topic {replica}")]
     assert partitions(target, replica) is None
     assert sync_route(delete, ROUTE)["changes"] == []
+
+
+@pytest.mark.airflow
+def test_metadata_sync_dag_maps_an_acl(airflow_db: None, tmp_path: Path, secured: tuple[str, str],
+                                       admins: tuple[AdminClient, AdminClient], unique_name: str,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DAGs against the authorizer pair: discovery creates the replica, the metadata
+    sync maps the source's ACL onto it (READ kept, WRITE not granted), a second run plans nothing."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    source, target = admins
+    monkeypatch.setenv("MIRRORFLOW_CONFIG", str(config_for(tmp_path, secured, unique_name)))
+    topic, replica = f"{unique_name}.payments", f"primary.{unique_name}.payments"
+    create(source, topic, 2)
+    grant(source, *(AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:erin", "*", op,
+                               AclPermissionType.ALLOW) for op in (AclOperation.READ, AclOperation.WRITE)))
+    bag = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags"))
+    assert bag.get_dag("mirrorflow_topic_discovery").test().state == "success"
+    assert partitions(target, replica) == 2
+    run = bag.get_dag("mirrorflow_metadata_sync").test()
+    assert run.state == "success"
+    assert acls_on(target, replica) == {("TOPIC", "LITERAL", "User:erin", "READ", "ALLOW")}
+    again = bag.get_dag("mirrorflow_metadata_sync").test()
+    applied = [ti for ti in again.get_task_instances() if ti.task_id == "apply"][0]
+    assert applied.xcom_pull(task_ids="apply", map_indexes=0)["applied"] is False
