@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 
 from sqlalchemy import (
-    BigInteger, DateTime, ForeignKey, MetaData, String, Text, UniqueConstraint, func,
+    BigInteger, DateTime, ForeignKey, Index, MetaData, String, Text, UniqueConstraint, func,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -155,4 +155,62 @@ class CheckpointRunRow(Base):
     target_commits: Mapped[int] = mapped_column()  # partitions committed into target groups
     skipped_groups: Mapped[str | None] = mapped_column(Text)  # one "group: why" per line
     error: Mapped[str | None] = mapped_column(Text)
+
+
+class AuditRunRow(Base):
+    """One audit of a route over a time window: its figures and worst finding (``run_key``: upsert key)."""
+
+    __tablename__ = "mf_audit_run"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_key: Mapped[str] = mapped_column(String(200), unique=True)
+    route: Mapped[str] = mapped_column(String(200), index=True)
+    status: Mapped[str] = mapped_column(String(20))  # clean | duplicates | extra | missing
+    window_start: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    window_end: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    bucket_seconds: Mapped[int] = mapped_column()
+    topics: Mapped[str] = mapped_column(Text)  # JSON {source topic: target topic}
+    source_records: Mapped[int] = mapped_column(BigInteger)
+    target_records: Mapped[int] = mapped_column(BigInteger)
+    pending: Mapped[int] = mapped_column(BigInteger)
+    missing: Mapped[int] = mapped_column(BigInteger)
+    duplicates: Mapped[int] = mapped_column(BigInteger)
+    extra: Mapped[int] = mapped_column(BigInteger)
+    notes: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+
+    results: Mapped[list[AuditResultRow]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class AuditResultRow(Base):
+    """One (topic, partition, bucket) of an audit run: counts, status, first offsets found ("5-9,12")."""
+
+    __tablename__ = "mf_audit_result"
+    __table_args__ = (
+        UniqueConstraint("run_id", "topic", "partition", "bucket_start", name="uq_mf_audit_result_bucket"),
+        Index("ix_mf_audit_result_route_topic_bucket", "route", "topic", "bucket_start"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("mf_audit_run.id", ondelete="CASCADE"), index=True)
+    route: Mapped[str] = mapped_column(String(200))
+    topic: Mapped[str] = mapped_column(String(249))
+    target_topic: Mapped[str] = mapped_column(String(249))
+    partition: Mapped[int] = mapped_column()
+    bucket_start: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    status: Mapped[str] = mapped_column(String(20))
+    source_count: Mapped[int] = mapped_column(BigInteger)
+    target_count: Mapped[int] = mapped_column(BigInteger)
+    pending: Mapped[int] = mapped_column(BigInteger)
+    missing_count: Mapped[int] = mapped_column(BigInteger)
+    duplicate_count: Mapped[int] = mapped_column(BigInteger)
+    extra_count: Mapped[int] = mapped_column(BigInteger)
+    missing_offsets: Mapped[str | None] = mapped_column(Text)  # source offsets
+    duplicate_offsets: Mapped[str | None] = mapped_column(Text)  # source offsets
+    extra_offsets: Mapped[str | None] = mapped_column(Text)  # target offsets
+
+    run: Mapped[AuditRunRow] = relationship(back_populates="results")
 
