@@ -354,6 +354,7 @@ def test_a_start_that_never_gets_ready_times_out_naming_the_log_and_stops_clean(
 _LEADER = """
 import signal, subprocess, sys, time
 signal.signal(signal.SIGINT, signal.SIG_IGN)
+print("ready", flush=True)
 time.sleep(0.8)
 child = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_DFL); time.sleep(60)"
 subprocess.run([sys.executable, "-c", child], process_group=0)
@@ -361,8 +362,8 @@ subprocess.run([sys.executable, "-c", child], process_group=0)
 
 
 def test_stop_interrupts_a_process_group_created_after_the_first_sigint() -> None:
-    leader = subprocess.Popen([sys.executable, "-c", _LEADER], start_new_session=True)
-    time.sleep(0.2)
+    leader = subprocess.Popen([sys.executable, "-c", _LEADER], start_new_session=True, stdout=subprocess.PIPE)
+    assert leader.stdout is not None and leader.stdout.readline() == b"ready\n"  # SIGINT ignored from here
     began = time.monotonic()
     assert stop_sessions([{leader.pid}], set(), interrupt_grace=30, terminate_grace=5) == set()
     assert time.monotonic() - began < 10, "the late group waited for SIGTERM"
