@@ -63,14 +63,20 @@ def interrupt_sessions(sessions: set[int], grace: float) -> set[int]:
     tasks still queued while it shuts down, each in a new group). Returns the
     processes left after ``grace`` seconds.
     """
-    signalled: set[int] = set()
+    signalled: dict[int, float] = {}  # group -> when it got its SIGINT
+    repeated: set[int] = set()
     deadline = time.monotonic() + grace
     while True:
-        members = session_members(sessions)
-        for group in set(members.values()) - signalled:
-            _signal(group, signal.SIGINT, group=True)
-            signalled.add(group)
-        if not members or time.monotonic() > deadline:
+        members, now = session_members(sessions), time.monotonic()
+        for group in set(members.values()):
+            # Once at first sight, and once more a second later: a process just started
+            # may not have its handler yet (an inherited SIG_IGN drops the first one).
+            if group not in signalled or (group not in repeated and now - signalled[group] >= 1.0):
+                _signal(group, signal.SIGINT, group=True)
+                if group in signalled:
+                    repeated.add(group)
+                signalled.setdefault(group, now)
+        if not members or now > deadline:
             return set(members)
         _reap(members)
         time.sleep(0.2)
