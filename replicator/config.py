@@ -16,10 +16,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from replicator.domain.group_filter import DEFAULT_EXCLUDED_GROUPS, DEFAULT_GROUPS, GroupFilter
+from replicator.domain.heartbeat import heartbeat_patterns
 from replicator.domain.secrets import redact
+from replicator.domain.sla import SlaThresholds
 from replicator.domain.topic_filter import TopicFilter
 from replicator.errors import ConfigError
 
@@ -142,6 +152,29 @@ class CheckpointSettings(_Frozen):
         return GroupFilter(self.groups, self.exclude_groups)
 
 
+class SlaSettings(_Frozen):
+    """``routes[].sla``: heartbeats and the limits the SLA DAG alerts on (once per breach and recovery)."""
+
+    heartbeats: bool = True  # workers write mirrorflow-heartbeats.<route> on the source; the route copies it
+    heartbeat_interval: float = Field(default=5.0, gt=0)  # seconds between heartbeats
+    heartbeat_age: float = Field(default=30.0, gt=0)  # seconds: newest heartbeat on the target older = breach
+    max_lag: int = Field(default=100_000, ge=0)  # records not yet copied, all partitions together
+    audit_must_be_clean: bool = True  # the latest audit found no missing record
+    webhook: SecretStr | None = None  # alerts are POSTed here as JSON (the URL may hold a token)
+
+    @field_validator("webhook", mode="after")
+    @classmethod
+    def _http_url(cls, url: SecretStr | None) -> SecretStr | None:
+        if url is not None and not re.match(r"^https?://[^\s/]+", url.get_secret_value()):
+            raise ValueError("must be an http:// or https:// URL")
+        return url
+
+    @property
+    def thresholds(self) -> SlaThresholds:
+        """The limits, as the pure SLA logic takes them."""
+        return SlaThresholds(self.heartbeat_age, self.max_lag, self.audit_must_be_clean, self.heartbeats)
+
+
 class RouteConfig(_Frozen):
     """One replication flow ``source → target``."""
 
@@ -164,6 +197,7 @@ class RouteConfig(_Frozen):
     producer: Mapping[str, str] = Field(default_factory=dict)
     sync: SyncSettings = SyncSettings()
     checkpoints: CheckpointSettings = CheckpointSettings()
+    sla: SlaSettings = SlaSettings()
 
     @field_validator("topics", "exclude", mode="after")
     @classmethod
@@ -186,8 +220,10 @@ class RouteConfig(_Frozen):
 
     @property
     def topic_filter(self) -> TopicFilter:
-        """The include/exclude filter of this route."""
-        return TopicFilter(self.topics, self.exclude, self.include_internal)
+        """The include/exclude filter of this route: its own heartbeat topic (unless ``sla.heartbeats``
+        is off), never another route's."""
+        include, exclude = heartbeat_patterns(self.name, self.sla.heartbeats)
+        return TopicFilter(self.topics + include, self.exclude + exclude, self.include_internal)
 
 
 class StateConfig(_Frozen):

@@ -14,6 +14,7 @@ from replicator.cli import (
     config_cmd,
     db_cmd,
     dev_cmd,
+    failover_cmd,
     run_cmd,
     status_cmd,
     sync_cmd,
@@ -23,7 +24,7 @@ from replicator.errors import MirrorFlowError
 from replicator.logs import LEVEL_ENV, setup_logging
 
 # Commands of DESIGN.md that later releases add; listed so nobody hunts for them.
-PLANNED = "failover, failback, backfill"
+PLANNED = "failback, backfill"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     status_cmd.register(commands)
     sync_cmd.register(commands)
     checkpoint_cmd.register(commands)
+    failover_cmd.register(commands)
     audit_cmd.register(commands)
     config_cmd.register(commands)
     db_cmd.register(commands)

@@ -214,3 +214,118 @@ class AuditResultRow(Base):
 
     run: Mapped[AuditRunRow] = relationship(back_populates="results")
 
+
+class FailoverRunRow(Base):
+    """One failover of a route: what was asked, where it stands, its figures (RPO, RTO)."""
+
+    __tablename__ = "mf_failover_run"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    route: Mapped[str] = mapped_column(String(200), index=True)
+    source_cluster: Mapped[str] = mapped_column(String(200))
+    target_cluster: Mapped[str] = mapped_column(String(200))
+    route_group: Mapped[str] = mapped_column(Text)
+    mode: Mapped[str] = mapped_column(String(20))  # checkpoint | timestamp
+    groups: Mapped[str | None] = mapped_column(Text)  # JSON list; null: every checkpointed group
+    at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    margin_seconds: Mapped[int] = mapped_column()
+    drain_timeout_seconds: Mapped[int] = mapped_column()
+    stop_timeout_seconds: Mapped[int] = mapped_column()
+    status: Mapped[str] = mapped_column(String(20))  # running | done | failed | abandoned
+    stopped_at_step: Mapped[str | None] = mapped_column(String(30))  # first step not done
+    source_reachable: Mapped[bool | None] = mapped_column()
+    rpo_records: Mapped[int | None] = mapped_column(BigInteger)
+    rpo_basis: Mapped[str | None] = mapped_column(String(30))
+    rpo_as_of: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    rpo_partitions: Mapped[str | None] = mapped_column(Text)  # JSON [[topic, partition, records], ...]
+    rto_seconds: Mapped[float | None] = mapped_column()
+    lags: Mapped[str | None] = mapped_column(Text)  # JSON: the source partitions as last measured
+    notes: Mapped[str | None] = mapped_column(Text)  # one per line
+    triggered_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    route_stopped_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    abandoned_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    released_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))  # route may run again
+
+    steps: Mapped[list[FailoverStepRow]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", passive_deletes=True, order_by="FailoverStepRow.position"
+    )
+    offsets: Mapped[list[FailoverOffsetRow]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class FailoverStepRow(Base):
+    """One step of a failover run: status, the decision it took, its error and times."""
+
+    __tablename__ = "mf_failover_step"
+    __table_args__ = (UniqueConstraint("run_id", "step", name="uq_mf_failover_step_run_step"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("mf_failover_run.id", ondelete="CASCADE"), index=True)
+    position: Mapped[int] = mapped_column()
+    step: Mapped[str] = mapped_column(String(30))
+    status: Mapped[str] = mapped_column(String(20))
+    detail: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+    run: Mapped[FailoverRunRow] = relationship(back_populates="steps")
+
+
+class FailoverOffsetRow(Base):
+    """Where one group resumes on one replica partition, and what became of it in the target group."""
+
+    __tablename__ = "mf_failover_offset"
+    __table_args__ = (
+        UniqueConstraint("run_id", "group_id", "target_topic", "partition", name="uq_mf_failover_offset_point"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("mf_failover_run.id", ondelete="CASCADE"), index=True)
+    group_id: Mapped[str] = mapped_column(Text)
+    topic: Mapped[str] = mapped_column(String(249))
+    partition: Mapped[int] = mapped_column()
+    target_topic: Mapped[str] = mapped_column(String(249))
+    target_offset: Mapped[int | None] = mapped_column(BigInteger)
+    basis: Mapped[str] = mapped_column(String(30))  # exact | behind | before-first-sync | unknown | timestamp
+    source_offset: Mapped[int | None] = mapped_column(BigInteger)
+    max_repeats: Mapped[int | None] = mapped_column(BigInteger)
+    as_of: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    outcome: Mapped[str | None] = mapped_column(String(20))  # null until the commit step planned it
+    current_offset: Mapped[int | None] = mapped_column(BigInteger)
+    verified_offset: Mapped[int | None] = mapped_column(BigInteger)
+    error: Mapped[str | None] = mapped_column(Text)
+
+    run: Mapped[FailoverRunRow] = relationship(back_populates="offsets")
+
+
+class SlaStateRow(Base):
+    """Where one SLA check of a route stands (ok | breached) and since when: one row per (route, check)."""
+
+    __tablename__ = "mf_sla_state"
+    __table_args__ = (UniqueConstraint("route", "check", name="uq_mf_sla_state_route_check"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    route: Mapped[str] = mapped_column(String(200))
+    check: Mapped[str] = mapped_column(String(20))  # heartbeat | lag | audit
+    state: Mapped[str] = mapped_column(String(20))  # ok | breached
+    since: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    detail: Mapped[str] = mapped_column(Text)  # the latest finding
+    checked_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+
+
+class SlaEventRow(Base):
+    """A breach or recovery of a route's SLA check (the alert history); notified_at once alerted."""
+
+    __tablename__ = "mf_sla_event"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    route: Mapped[str] = mapped_column(String(200), index=True)
+    check: Mapped[str] = mapped_column(String(20))
+    kind: Mapped[str] = mapped_column(String(20))  # breach | recovery
+    at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    detail: Mapped[str] = mapped_column(Text)
+    notified_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    notify_error: Mapped[str | None] = mapped_column(Text)  # the last failed attempt (no secret in it)

@@ -22,6 +22,7 @@ from replicator.domain.inflight import PartitionLedger
 from replicator.domain.offset_sync import OffsetSyncWriter, decode_sync, encode_sync
 from replicator.domain.provenance import should_skip, with_origin
 from replicator.errors import MirrorFlowError
+from replicator.sla.heartbeat import HeartbeatEmitter
 from replicator.worker import metrics
 from replicator.worker.assignment import Positioner
 from replicator.worker.clients import consumer_settings, producer_settings
@@ -71,12 +72,17 @@ class RouteWorker:
                                                     error_cb=self._link_error("target")))
         self._consumer = Consumer(consumer_settings(self.config, self.route, on_commit=self._on_commit,
                                                     stats_cb=self._on_stats, error_cb=self._link_error("source")))
+        heartbeat = HeartbeatEmitter.for_route(self.config, self.route)  # sla.heartbeats
+        if heartbeat is not None:
+            heartbeat.start()  # creates the heartbeat topic before the first topic scan
         self.subscription.open()
         log.info("route starting route=%s source=%s target=%s group=%s", self.route.name,
                  self.route.source, self.route.target, f"mirrorflow-{self.route.name}")
         try:
             self._loop(stop)
         finally:
+            if heartbeat is not None:
+                heartbeat.stop()
             self._shutdown()
         if self.failure:
             raise RouteFailed(f"route {self.route.name}: {self.failure}")

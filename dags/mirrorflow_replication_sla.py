@@ -1,0 +1,56 @@
+"""Every minute: each route's replication SLA (heartbeat age, lag, last audit); alerts on changes only."""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import Param, dag, task
+
+DOC = """
+### Replication SLA
+For each route of `mirrorflow.yaml` (`MIRRORFLOW_CONFIG`), checks against the route's
+`sla:` limits:
+- **heartbeat**: age of the newest heartbeat the route's workers wrote to the source's
+  `mirrorflow-heartbeats.<route>`, read from its replica on the target
+  (`<source>.mirrorflow-heartbeats.<route>` under `prefix`): end-to-end latency as a
+  user sees it (`sla.heartbeat_age`, default 30 s);
+- **lag**: records on the source not yet copied (`sla.max_lag`, default 100000);
+- **audit**: the route's latest audit found no missing record (`sla.audit_must_be_clean`).
+
+A check that cannot be measured counts as breached. Each breach alerts once, and its
+recovery once, whatever the number of runs in between (state in the state DB:
+`mf_sla_state`, history in `mf_sla_event`). Alerts go to the task log and, when
+`sla.webhook` is set, as JSON to that URL. An alert that could not be sent fails the
+task and is sent again by the next run. Trigger with `route` to check one route now.
+"""
+
+
+@dag(
+    dag_id="mirrorflow_replication_sla",
+    schedule="* * * * *",
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    tags=["mirrorflow"],
+    doc_md=DOC,
+    params={"route": Param(None, type=["null", "string"], description="one route (default: every route)")},
+)
+def mirrorflow_replication_sla() -> None:
+    @task
+    def routes(params: dict[str, object] | None = None) -> list[str]:
+        from replicator.sync.run import route_names
+
+        only = (params or {}).get("route")
+        return route_names(None, str(only) if only else None)
+
+    @task
+    def check(route: str) -> dict[str, object]:
+        from airflow.sdk import get_current_context
+
+        from replicator.sla.run import check_route
+
+        return check_route(None, route, context=get_current_context())
+
+    check.expand(route=routes())
+
+
+mirrorflow_replication_sla()

@@ -1,0 +1,109 @@
+"""``mirrorflow failover``: move a route's consumer groups to its target, step by step, or release a route."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from replicator.cli.common import add_config_arg, config_of
+from replicator.cli.output import as_json, say, table
+
+
+def register(commands: Any) -> None:
+    """Add the ``failover`` command."""
+    failover = commands.add_parser(
+        "failover",
+        help="fail a route over to its target: drain, stop it, commit translated offsets into the target's groups",
+        description="Steps, each printed as it runs and stored in the state DB: check the source (reachable: "
+        "wait for the route's lag to drain, up to --drain-timeout; unreachable: go on, the RPO is counted from "
+        "the last checkpoint); stop the route (marked failed over, so `mirrorflow run` refuses it, then wait "
+        "until its group has no member); take a final checkpoint (mode checkpoint) or look up offsets for "
+        "--at minus --margin (mode timestamp, for groups never checkpointed); commit the offsets into the "
+        "target's groups that have no active member (never backwards); read them back; record RPO and RTO "
+        "and print what the applications do next. A run that fails midway resumes at the failed step when run "
+        "again with the same options. Exit 0 when done, 1 when a step failed, 2 for a bad config, an unknown "
+        "route or group, or bad options (nothing changed).",
+    )
+    add_config_arg(failover)
+    failover.add_argument("--route", required=True, metavar="NAME", help="the route to fail over")
+    failover.add_argument("--group", action="append", metavar="GROUP",
+                          help="only this consumer group (repeatable; default: every group with a checkpoint)")
+    failover.add_argument("--mode", choices=["checkpoint", "timestamp"], default="checkpoint",
+                          help="checkpoint: resume where the latest checkpoints say (default); timestamp: at the "
+                          "first record at or after --at minus --margin")
+    failover.add_argument("--at", metavar="ISO", help="mode timestamp: the instant the groups had consumed up to "
+                          "(2026-11-01T12:00:00Z; no zone: UTC)")
+    failover.add_argument("--margin", default="60s", metavar="DURATION",
+                          help="mode timestamp: resume this much before --at (60, 60s, 5m, 1h; default 60s)")
+    failover.add_argument("--drain-timeout", default="60", metavar="SECONDS",
+                          help="wait at most this long for the route's lag to drain (default 60)")
+    failover.add_argument("--stop-timeout", default="30", metavar="SECONDS",
+                          help="wait at most this long for the route's workers to leave its group (default 30)")
+    failover.add_argument("--dry-run", action="store_true", help="show every step, change nothing")
+    failover.add_argument("--json", action="store_true", help="print the run as JSON (progress goes to stderr)")
+    failover.add_argument("--restart", action="store_true",
+                          help="abandon the route's unfinished failover run and start a new one")
+    failover.add_argument("--release", action="store_true",
+                          help="only let the failed-over route run again (after a drill); changes nothing else")
+    failover.set_defaults(handler=run_failover)
+
+
+def run_failover(args: argparse.Namespace) -> int:
+    """Run (or resume) the failover, printing a line per step; exit 1 when a step failed."""
+    from replicator.failover.run import FailoverFailed, failover_route, release_route, request_of, summary
+
+    config = config_of(args)
+    if args.release:
+        config.route(args.route)
+        held = release_route(config, args.route)
+        print(f"route {args.route}: released from failover run(s) {', '.join(map(str, held))}; `mirrorflow run` "
+              "starts it again" if held else f"route {args.route}: not held by any failover run")
+        return 0
+    request = request_of(args.route, args.group, args.mode, args.at, args.margin, args.drain_timeout,
+                         args.stop_timeout, args.dry_run)
+    progress = _to_stderr if args.json else say
+    try:
+        run = failover_route(config, request, args.restart, progress)
+    except FailoverFailed as exc:
+        if args.json:
+            print(as_json(exc.summary))
+        raise
+    print(as_json(summary(run)) if args.json else render(run))
+    return 0
+
+
+def _to_stderr(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def render(run: Any) -> str:
+    """The resume points and what became of them, then what to do next (``run`` is a FailoverRun)."""
+    from replicator.domain.failover_run import next_steps
+
+    rows = [[c.point.group, c.point.topic, c.point.partition, c.point.source_offset, "->", c.point.target_topic,
+             c.point.target_offset, c.point.describe(), _outcome(c)] for c in run.commits]
+    if not rows:
+        rows = [[p.group, p.topic, p.partition, p.source_offset, "->", p.target_topic, p.target_offset,
+                 p.describe(), "-"] for p in run.points]
+    heading = (f"failover{'' if run.run_id is None else f' run {run.run_id}'} of route {run.request.route}: "
+               f"{run.source} -> {run.target}: {run.status.value}")
+    lines = [heading]
+    if rows:
+        lines.append(table(["group", "topic", "partition", "source offset", "", "target topic", "target offset",
+                            "resume", f"group on {run.target}"], rows))
+    return "\n".join([*lines, "", next_steps(run)]) + "\n"
+
+
+def _outcome(commit: Any) -> str:
+    target = commit.point.target_offset
+    return {
+        "planned": f"to commit {target}",
+        "written": f"committed {target}",
+        "failed": f"failed: {commit.error}",
+        "up-to-date": "already there",
+        "target-ahead": f"kept: ahead at {commit.current}",
+        "active-members": "kept: active members",
+        "untranslated": "-",
+    }[commit.outcome.value]

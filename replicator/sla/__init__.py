@@ -1,0 +1,1 @@
+"""Replication SLAs: heartbeats on the source, observation of each route, alerts through notifiers."""
