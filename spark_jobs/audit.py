@@ -169,7 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spark_jobs.audit", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--spec", required=True, help="the audit spec (JSON, from prepare_audit_spec)")
     parser.add_argument("--output", required=True, help="where to write the result (JSON)")
-    parser.add_argument("--master", default=None, help="Spark master (default $MIRRORFLOW_SPARK_MASTER or local[2])")
+    parser.add_argument("--master", default=None,
+                        help="Spark master (default: spark-submit's; in process $MIRRORFLOW_SPARK_MASTER or local[2])")
     return parser
 
 

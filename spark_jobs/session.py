@@ -1,21 +1,43 @@
-"""The one place a SparkSession is built: master, loopback binding, Kafka connector jars."""
+"""The one place a SparkSession is built: master, loopback binding, Kafka connector jars.
+
+The master: the one asked for (the job's ``--master``); else, under ``spark-submit``
+(which starts Python with ``PYSPARK_GATEWAY_PORT`` set), the one spark-submit was
+given (its ``--master``, the ``spark_default`` connection's host); else, in process
+(``python -m``, tests, the CLI), ``$MIRRORFLOW_SPARK_MASTER`` or ``local[2]``.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
 from replicator.jars import spark_kafka_jars
 
 
+def session_master(master: str | None, environ: Mapping[str, str]) -> str | None:
+    """The master to set, or None to keep spark-submit's (see the module's doc)."""
+    if master:
+        return master
+    if environ.get("PYSPARK_GATEWAY_PORT"):
+        return None
+    return environ.get("MIRRORFLOW_SPARK_MASTER") or "local[2]"
+
+
 def build_session(app_name: str, master: str | None = None) -> SparkSession:
     """A session able to read Kafka (``spark.jars`` = the Maven-fetched connector)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # else Spark binds a public address
+    if not os.environ.get("PYSPARK_GATEWAY_PORT"):  # in process: Python workers with this interpreter's packages
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     jars = ",".join(str(p) for p in spark_kafka_jars())
+    builder = SparkSession.builder.appName(app_name)
+    chosen = session_master(master, os.environ)
+    if chosen is not None:
+        builder = builder.master(chosen)
     return (
-        SparkSession.builder.appName(app_name)
-        .master(master or os.environ.get("MIRRORFLOW_SPARK_MASTER", "local[2]"))
+        builder
         .config("spark.jars", jars)
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")

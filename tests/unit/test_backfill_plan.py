@@ -1,0 +1,60 @@
+"""Which offsets a backfill copies: cut at the route's start by time, refused by offsets unless allowed."""
+
+from __future__ import annotations
+
+import pytest
+
+from replicator.backfill.plan import Bounds, PartitionRange, parse_offset_ranges, plan_ranges
+from replicator.errors import UsageError
+
+BOUNDS = {0: Bounds(0, 100, 40), 1: Bounds(10, 50, None), 2: Bounds(0, 30, 0)}
+
+
+@pytest.mark.parametrize(("requested", "by_offsets", "overlap_ok", "expected"), [
+    ({0: (0, None), 1: (0, None), 2: (0, None)}, False, False,  # by time: cut at the route start
+     [PartitionRange(0, 0, 40, True), PartitionRange(1, 10, 50), PartitionRange(2, 0, 0, True)]),
+    ({0: (5, 30)}, False, False, [PartitionRange(0, 5, 30)]),
+    ({0: (0, 60)}, False, True, [PartitionRange(0, 0, 60)]),
+    ({0: (0, 40), 1: (10, 20)}, True, False, [PartitionRange(0, 0, 40), PartitionRange(1, 10, 20)]),
+    ({0: (0, None)}, True, False, [PartitionRange(0, 0, 40, True)]),  # no end given: up to the route start
+    ({0: (30, 70)}, True, True, [PartitionRange(0, 30, 70)]),
+])
+def test_plan(requested, by_offsets: bool, overlap_ok: bool, expected: list[PartitionRange]) -> None:  # type: ignore[no-untyped-def]
+    assert plan_ranges("t", requested, BOUNDS, by_offsets, overlap_ok) == expected
+
+
+@pytest.mark.parametrize(("requested", "message"), [
+    ({0: (0, 41)}, "backfill of t refused: partition 0: offsets 0-41 overlap what the route copied from offset 40"),
+    ({1: (0, 20)}, "partition 1: offsets 0-20 are not within 10-50"),
+    ({1: (10, 51)}, "partition 1: offsets 10-51 are not within 10-50"),
+    ({7: (0, 1)}, "partition 7 does not exist (topic t has 3)"),
+])
+def test_refused(requested, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(UsageError) as refused:
+        plan_ranges("t", requested, BOUNDS, by_offsets=True)
+    assert message in str(refused.value)
+
+
+def test_every_refusal_is_named_at_once() -> None:
+    with pytest.raises(UsageError) as refused:
+        plan_ranges("t", {0: (0, 50), 2: (0, 5)}, BOUNDS, by_offsets=True)
+    assert "partition 0" in str(refused.value) and "partition 2" in str(refused.value)
+
+
+@pytest.mark.parametrize(("start", "end", "expected"), [
+    ("0=5,1=7", None, {0: (5, None), 1: (7, None)}),
+    ("0=5, 1=7", "1=9", {0: (5, None), 1: (7, 9)}),
+])
+def test_offset_ranges(start: str, end: str | None, expected: dict[int, tuple[int, int | None]]) -> None:
+    assert parse_offset_ranges(start, end) == expected
+
+
+@pytest.mark.parametrize(("start", "end", "message"), [
+    ("0:5", None, r"--from-offset: expected PARTITION=OFFSET\[,PARTITION=OFFSET...\], got '0:5'"),
+    ("0=5", "1=9", "--to-offset: partition 1 has no --from-offset"),
+    ("0=5", "0=4", "partition 0: --to-offset 4 is before --from-offset 5"),
+    ("0=-1", None, "got '0=-1'"),
+])
+def test_bad_offset_ranges(start: str, end: str | None, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse_offset_ranges(start, end)
