@@ -122,7 +122,7 @@ def table(results: list[dict[str, Any]]) -> str:
     for res in results:
         lines.append(f"\n=== {res['records']:,} records x {res['size']} B ===")
         lines.append(f"{'':16}{'rec/s':>12}{'MB/s':>9}{'start-up s':>12}{'copy s':>9}"
-                     f"{'CPU s/GiB':>11}{'p50 ms':>9}{'p99 ms':>9}")
+                     f"{'CPU s/GiB':>11}{'p50 ms':>9}{'p99 ms':>9}{'steady p99':>11}")
         for key, label in (("raw_producer", "raw producer"), ("raw_consumer", "raw consumer")):
             row = res.get(key, {})
             if "error" in row or not row:
@@ -137,7 +137,8 @@ def table(results: list[dict[str, Any]]) -> str:
                 continue
             lines.append(f"{label:16}{copy['records_per_s']:>12,.0f}{copy['mb_per_s']:>9.1f}"
                          f"{copy['startup_s']:>12.1f}{copy['copy_s']:>9.2f}{_fmt(copy['cpu_s_per_gib'], '.1f'):>11}"
-                         f"{_fmt(lat.get('p50_ms'), '.0f'):>9}{_fmt(lat.get('p99_ms'), '.0f'):>9}")
+                         f"{_fmt(lat.get('p50_ms'), '.0f'):>9}{_fmt(lat.get('p99_ms'), '.0f'):>9}"
+                         f"{_fmt(lat.get('steady_p99_ms'), '.0f'):>11}")
             if "error" in row:
                 lines.append(f"{'':16}  (then FAILED: {row['error'][:80]})")
         mf, mm = res.get("mirrorflow", {}), res.get("mm2", {})
@@ -148,13 +149,15 @@ def table(results: list[dict[str, Any]]) -> str:
                      f"{_ratio(mfc.get('startup_s'), mmc.get('startup_s')):>12}"
                      f"{_ratio(mfc.get('copy_s'), mmc.get('copy_s')):>9}"
                      f"{_ratio(mfc.get('cpu_s_per_gib'), mmc.get('cpu_s_per_gib')):>11}"
-                     f"{_ratio(mfl.get('p50_ms'), mml.get('p50_ms')):>9}{_ratio(mfl.get('p99_ms'), mml.get('p99_ms')):>9}")
+                     f"{_ratio(mfl.get('p50_ms'), mml.get('p50_ms')):>9}{_ratio(mfl.get('p99_ms'), mml.get('p99_ms')):>9}"
+                     f"{_ratio(mfl.get('steady_p99_ms'), mml.get('steady_p99_ms')):>11}")
         if mfl.get("rate"):
             lines.append(f"(latency at {mfl['rate']:,} rec/s = {res.get('latency_fraction', 0.5)} x MirrorFlow's copy rate, at most that x the raw "
                          f"producer's; source-side send->ack p50/p99 during it: MF run "
                          f"{mfl.get('producer_ack_p50_ms')}/{mfl.get('producer_ack_p99_ms')} ms, MM2 run "
                          f"{mml.get('producer_ack_p50_ms')}/{mml.get('producer_ack_p99_ms')} ms;\n "
-                         f"CPU s/GiB = peer CPU during the copy / GiB of values copied)")
+                         f"CPU s/GiB = peer CPU during the copy / GiB of values copied; steady p99 leaves out the "
+                         f"first 5 s of the latency run)")
     return "\n".join(lines)
 
 
