@@ -29,3 +29,15 @@ def airflow_db() -> None:
     airflow = Path(sys.executable).parent / "airflow"
     done = subprocess.run([str(airflow), "db", "migrate"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.fixture
+def task_environ() -> Iterator[None]:
+    """dag.test() runs tasks in this process: what a task sets in os.environ (Spark submit's
+    connection, PATH, PYSPARK_*) is restored afterwards, as a task process's would vanish."""
+    import os
+
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)

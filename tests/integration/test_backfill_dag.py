@@ -33,7 +33,7 @@ def _run(**conf: object):  # type: ignore[no-untyped-def]
     return run, {ti.task_id: ti.state for ti in run.get_task_instances()}
 
 
-def test_backfill_dag_copies_the_earlier_records_once(airflow_db, primary, backup, unique_name, tmp_path,  # type: ignore[no-untyped-def]
+def test_backfill_dag_copies_the_earlier_records_once(airflow_db, task_environ, primary, backup, unique_name, tmp_path,  # type: ignore[no-untyped-def]
                                                      monkeypatch, workers) -> None:
     topic, route, now = unique_name, f"b-{unique_name[-8:]}", int(time.time() * 1000)
     old, new = _records(now - 3_600_000, OLD, "old"), _records(now, NEW, "new")

@@ -25,7 +25,7 @@ DAGS = Path(__file__).resolve().parents[2] / "dags"
 PARTITIONS, PER_PARTITION = 2, 30
 
 
-def test_hourly_audit_of_a_replicated_topic_is_clean(airflow_db, primary, backup, unique_name, tmp_path,  # type: ignore[no-untyped-def]
+def test_hourly_audit_of_a_replicated_topic_is_clean(airflow_db, task_environ, primary, backup, unique_name, tmp_path,  # type: ignore[no-untyped-def]
                                                       monkeypatch, workers) -> None:
     from airflow.dag_processing.dagbag import DagBag
     from airflow.sdk import BaseHook
