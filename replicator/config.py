@@ -195,6 +195,9 @@ class RouteConfig(_Frozen):
     dead_letter_topic: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._-]{1,249}$")
     consumer: Mapping[str, str] = Field(default_factory=dict)
     producer: Mapping[str, str] = Field(default_factory=dict)
+    # Skip records born on the target (origin header) and stamp the origin of others.
+    # Off only to restore a cluster's own records onto it (failback resync).
+    loop_check: bool = True
     sync: SyncSettings = SyncSettings()
     checkpoints: CheckpointSettings = CheckpointSettings()
     sla: SlaSettings = SlaSettings()

@@ -62,3 +62,13 @@ def with_origin(headers: Headers, source_cluster: str) -> list[Header]:
     if origin_of(headers) is not None:
         return headers
     return [*headers, _origin_header(source_cluster)]
+
+
+def without_origin(headers: Headers, cluster: str) -> Headers:
+    """``headers`` without the origin header naming ``cluster`` (a record back home, as first written).
+
+    ``headers`` itself when there is none to drop (the common case: no copy).
+    """
+    if not headers or origin_of(headers) != cluster:
+        return headers
+    return [(key, value) for key, value in headers if key != ORIGIN_HEADER]

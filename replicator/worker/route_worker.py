@@ -20,7 +20,7 @@ from replicator.domain.commit_metadata import encode_note
 from replicator.domain.dead_letter import may_not_fit, record_size
 from replicator.domain.inflight import PartitionLedger
 from replicator.domain.offset_sync import OffsetSyncWriter, decode_sync, encode_sync
-from replicator.domain.provenance import should_skip, with_origin
+from replicator.domain.provenance import should_skip, with_origin, without_origin
 from replicator.errors import MirrorFlowError
 from replicator.sla.heartbeat import HeartbeatEmitter
 from replicator.worker import metrics
@@ -50,7 +50,11 @@ class RouteWorker:
         self.subscription = Subscription(config, route, store)
         self.positioner = Positioner(route, self.subscription.state.data_loss, self.subscription.recreated)
         self.topic_id_of: dict[TP, str] = {}  # the topic id each owned partition's offsets count records of
-        self.add_origin = route.policy != "prefix"  # identity/mapping: loops are cut by header
+        # identity/mapping: loops are cut by header. Without the loop check (a failback's resync
+        # restores a cluster's own records) nothing is skipped, stamped, and our stamp naming
+        # the target comes off: the records land as they were first written there.
+        self.loop_check = route.loop_check
+        self.add_origin = route.policy != "prefix" and route.loop_check
         self.ledgers: dict[TP, PartitionLedger] = {}
         self.writers: dict[TP, OffsetSyncWriter] = {}
         self.dirty: set[TP] = set()
@@ -129,9 +133,11 @@ class RouteWorker:
     def _send(self, message: Message) -> bool:
         """Produce one record to the same partition of its target topic; False when the queue is full."""
         headers = message.headers()
-        if headers is not None and should_skip(headers, self.route.target):
+        if headers is not None and self.loop_check and should_skip(headers, self.route.target):
             return True  # it came from our target: copying it back would loop
-        if self.add_origin:
+        if not self.loop_check:
+            headers = without_origin(headers, self.route.target)
+        elif self.add_origin:
             headers = with_origin(headers, self.route.source)
         topic, partition = message.topic(), message.partition()
         if self.dead_letters is not None and self._set_aside(message, topic, headers):

@@ -84,3 +84,12 @@ def test_user_header_values_stay_the_same_objects() -> None:
     headers: list[Header] = [("blob", bytes(range(256)))]
     stamped = with_origin(headers, "primary")
     assert stamped[0] is headers[0]
+
+
+def test_without_origin_drops_only_our_stamp_naming_the_cluster() -> None:
+    from replicator.domain.provenance import without_origin
+
+    headers = [("a", b"1"), (ORIGIN_HEADER, b"primary"), ("b", None)]
+    assert without_origin(headers, "primary") == [("a", b"1"), ("b", None)]
+    assert without_origin(headers, "backup") is headers  # born elsewhere: as it is
+    assert without_origin(None, "primary") is None and without_origin([], "primary") == []
