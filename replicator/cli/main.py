@@ -15,6 +15,7 @@ from replicator.cli import (
     config_cmd,
     db_cmd,
     dev_cmd,
+    failback_cmd,
     failover_cmd,
     run_cmd,
     status_cmd,
@@ -23,10 +24,6 @@ from replicator.cli import (
 )
 from replicator.errors import MirrorFlowError
 from replicator.logs import LEVEL_ENV, setup_logging
-
-# Commands of DESIGN.md that later releases add; listed so nobody hunts for them.
-PLANNED = "failback"
-
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but bad usage exits 2 with one line instead of the whole usage block."""
@@ -40,7 +37,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="mirrorflow",
         description="Cross-cluster Apache Kafka replication and its runbooks.",
-        epilog=f"Not in this version yet (planned): {PLANNED}.",
     )
     parser.add_argument("--version", action="version", version=f"mirrorflow {__version__}")
     parser.add_argument(
@@ -57,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     sync_cmd.register(commands)
     checkpoint_cmd.register(commands)
     failover_cmd.register(commands)
+    failback_cmd.register(commands)
     audit_cmd.register(commands)
     backfill_cmd.register(commands)
     config_cmd.register(commands)

@@ -329,3 +329,27 @@ class SlaEventRow(Base):
     detail: Mapped[str] = mapped_column(Text)
     notified_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     notify_error: Mapped[str | None] = mapped_column(Text)  # the last failed attempt (no secret in it)
+
+
+class FailbackRunRow(Base):
+    """One failback of a route: its figures, where it stopped, and the whole run as JSON (its steps,
+    reverse-route starts, resume points and commits) so a re-run resumes it."""
+
+    __tablename__ = "mf_failback_run"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    route: Mapped[str] = mapped_column(String(200), index=True)
+    mode: Mapped[str] = mapped_column(String(20))  # incremental | resync
+    primary_cluster: Mapped[str] = mapped_column(String(200))
+    backup_cluster: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(20))  # running | done | failed
+    stopped_at_step: Mapped[str | None] = mapped_column(String(30))
+    failover_run_id: Mapped[int | None] = mapped_column()
+    records_copied: Mapped[int] = mapped_column(BigInteger)
+    unreplicated_records: Mapped[int] = mapped_column(BigInteger)
+    not_copied_records: Mapped[int | None] = mapped_column(BigInteger)
+    rto_seconds: Mapped[float | None] = mapped_column()
+    triggered_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    error: Mapped[str | None] = mapped_column(Text)
+    run_json: Mapped[str] = mapped_column(Text)

@@ -36,7 +36,7 @@ from tests.checkpoint_io import (
     wait_caught_up,
     write_batch,
 )
-from tests.kafka_io import Rec, committed, end_offsets, produce
+from tests.kafka_io import Rec, committed, end_offsets, produce, wait_until
 from tests.records import BASE_TS, write_config
 from tests.support import Worker, free_port, start_pair
 
@@ -50,6 +50,8 @@ ROUTES = {  # route -> (topic, partitions, groups the route checkpoints)
     "caught": ("f-caught", 3, ["caught-app", "caught-busy"]),
     "lagging": ("f-lagging", 2, ["lagging-app"]),
     "stamp": ("f-stamp", 1, ["nobody"]),  # its group is never checkpointed
+    "inc": ("f-inc", 2, ["inc-app"]),  # failed over with primary down, then failed back (incremental)
+    "res": ("f-res", 2, ["res-app"]),  # failed over planned, then failed back (resync)
 }
 
 
@@ -329,3 +331,167 @@ def test_group_never_checkpointed_resumes_by_timestamp_and_the_route_is_held_unt
     assert released.returncode == 0 and f"released from failover run(s) {run['run_id']}" in released.stdout
     assert pair.rows("select released_at is not null from mf_failover_run where route = 'stamp'") == [(1,)]
     assert end_offsets(pair.b, f"primary.{topic}", 1) == {0: 30}
+
+
+# -- failback ------------------------------------------------------------------
+
+ORIGIN = ("mirrorflow.origin", b"backup")  # the reverse route stamps what was born on backup
+
+
+def _read_on(bootstrap: str, group: str, topic: str, counts: dict[int, int]) -> dict[int, int]:
+    """``group`` reads ``counts[p]`` more records from its committed offsets (an application on) and commits."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": "false",
+                         "isolation.level": "read_committed"})
+    try:
+        start = {tp.partition: tp.offset for tp in consumer.committed([TopicPartition(topic, p) for p in counts],
+                                                                     timeout=30)}
+        wanted = {p: n for p, n in counts.items() if n}
+        consumer.assign([TopicPartition(topic, p, start[p]) for p in wanted])
+        taken, last = dict.fromkeys(wanted, 0), dict(start)
+        while any(taken[p] < n for p, n in wanted.items()):
+            for msg in consumer.consume(100, 0.5):
+                assert msg.error() is None, msg.error()
+                if taken[msg.partition()] < wanted[msg.partition()]:
+                    taken[msg.partition()] += 1
+                    last[msg.partition()] = msg.offset() + 1
+        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in last.items()], asynchronous=False)
+        return last
+    finally:
+        consumer.close()
+
+
+def _failback_dag(**conf: object) -> dict[str, Any]:
+    from airflow.dag_processing.dagbag import DagBag
+
+    dag = DagBag(dag_folder=str(DAGS)).get_dag("mirrorflow_failback")
+    run = dag.test(run_conf=conf)
+    tis = {ti.task_id: ti for ti in run.get_task_instances()}
+    assert run.state == "success", {k: t.state for k, t in tis.items()}
+    return tis["finish"].xcom_pull(task_ids="finish")  # type: ignore[no-any-return]
+
+
+def _failback(pair: Pair, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MIRRORFLOW, "failback", "--config", str(pair.config), *args], capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def _records(source: dict[int, list[tuple[int, Rec]]]) -> dict[int, list[Rec]]:
+    return {p: [rec for _, rec in recs] for p, recs in source.items()}
+
+
+def _stamped(rec: Rec) -> Rec:
+    return Rec(rec.partition, rec.key, rec.value, (*rec.headers, ORIGIN), rec.timestamp)
+
+
+def test_incremental_failback_brings_back_what_was_written_on_backup_and_the_groups_exactly(  # type: ignore[no-untyped-def]
+        pair: Pair, airflow_db, monkeypatch) -> None:
+    from tests.records import by_partition, make_records
+
+    topic, partitions, _ = ROUTES["inc"]
+    replica = f"primary.{topic}"
+    monkeypatch.setenv("MIRRORFLOW_CONFIG", str(pair.config))
+    pair.up()
+    refused = _failback(pair, "--route", "inc")  # not failed over: nothing to fail back, nothing stored
+    assert refused.returncode == 2 and "route inc is not failed over" in refused.stderr, refused.stderr
+    write_batch(pair.p, topic, partitions, "one")  # with transactions: gaps on primary, none on the replica
+    before = _records(read_source(pair.p, topic, partitions))
+    consume_part(pair.p, "inc-app", topic, {0: 5, 1: 9})
+    _copy(pair, "inc", read_source(pair.p, topic, partitions))
+    assert {r["status"] for r in checkpoint_json(pair.config, "--route", "inc")["checkpoints"]} == {"exact"}
+    pair.primary.stop()  # the disaster
+    over = _failover(pair, "--route", "inc", "--json")
+    assert over.returncode == 0, over.stderr
+
+    # The applications run on backup: producers write to the replica, the group reads on (partition 0 into the
+    # new records, partition 1 not even to the end of what came from primary).
+    after = by_partition(make_records(partitions, 8, "after-failover"), partitions)
+    produce(pair.b, replica, [r for p in range(partitions) for r in after[p]])
+    on_backup = _read_on(pair.b, "inc-app", replica, {0: len(before[0]) - 5 + 3, 1: 4})
+    pair.up()  # primary is back, with records its route never copied (written just before it went down)
+    stragglers = by_partition(make_records(partitions, 2, "never-copied"), partitions)
+    produce(pair.p, topic, [r for p in range(partitions) for r in stragglers[p]])
+
+    dry = _failback_dag(route="inc", dry_run=True)
+    assert dry["status"] == "dry-run" and pair.rows("select count(*) from mf_failback_run") == [(0,)]
+    run = _failback_dag(route="inc")
+    assert run["status"] == "done", run
+    assert [(s["step"], s["status"]) for s in run["steps"]] == [(s, "done") for s in (
+        "check", "prepare", "reverse-copy", "drain", "translate", "commit-offsets", "verify", "release", "finish")]
+    assert run["copied"] == sum(len(r) for r in after.values()) and run["not_copied"] == 0
+    assert run["unreplicated_records"] == 2 * partitions
+    assert {(c["point"]["partition"], c["point"]["basis"], c["outcome"]) for c in run["commits"]} == {
+        (0, "exact", "written"), (1, "exact", "written")}
+    assert pair.rows("select status, mode, records_copied from mf_failback_run where route = 'inc'") == [
+        ("done", "incremental", run["copied"])]
+
+    # primary holds every record: its own, the stragglers, then what was written on backup (stamped).
+    now = _records(read_source(pair.p, topic, partitions))
+    for p in range(partitions):
+        assert now[p] == before[p] + stragglers[p] + [_stamped(r) for r in after[p]], f"partition {p}"
+    # The group resumes on primary right after the last record it read on backup.
+    resumed = resume_on_target(pair.p, "inc-app", topic, partitions)
+    assert resumed[0] == [_stamped(r) for r in after[0][3:]]  # it never saw the stragglers: they stay behind it
+    assert resumed[1] == before[1][9 + 4:] + stragglers[1] + [_stamped(r) for r in after[1]]
+    assert on_backup[1] == 9 + 4
+
+    # The route runs again: the stragglers reach backup, what came from backup does not go back.
+    worker = Worker(pair.config, "inc", log_dir=pair.home)
+    try:
+        wanted = {p: len(before[p]) + len(after[p]) + len(stragglers[p]) for p in range(partitions)}
+        wait_until(lambda: end_offsets(pair.b, replica, partitions) == wanted, 60, "the stragglers on backup")
+        on_primary = read_source(pair.p, topic, partitions)
+        last = {p: max(o for o, rec in on_primary[p] if rec in stragglers[p]) + 1 for p in range(partitions)}
+        wait_until(lambda: committed(pair.p, "mirrorflow-inc", topic, partitions) == last, 30,
+                   "route inc to commit the stragglers")  # the records from backup after them are skipped
+    finally:
+        assert worker.terminate()[0] == 0
+    mirrored = _records(read_source(pair.b, replica, partitions))
+    for p in range(partitions):
+        assert mirrored[p] == before[p] + after[p] + stragglers[p], f"replica partition {p}"
+
+
+def test_resync_failback_recreates_primary_from_backup_and_refuses_to_drop_records_unasked(pair: Pair) -> None:
+    from tests.records import by_partition, make_records
+
+    topic, partitions, _ = ROUTES["res"]
+    replica = f"primary.{topic}"
+    pair.up()
+    write_batch(pair.p, topic, partitions, "one")
+    consume_part(pair.p, "res-app", topic, {0: 7, 1: 2})
+    _copy(pair, "res", read_source(pair.p, topic, partitions))
+    assert checkpoint_json(pair.config, "--route", "res")["status"] == "ok"
+    over = _failover(pair, "--route", "res", "--drain-timeout", "10")
+    assert over.returncode == 0, over.stderr
+
+    after = by_partition(make_records(partitions, 6, "on-backup"), partitions)
+    produce(pair.b, replica, [r for p in range(partitions) for r in after[p]])
+    _read_on(pair.b, "res-app", replica, {0: 3, 1: 1})
+    produce(pair.p, topic, [Rec(0, b"late", b"never copied", (), BASE_TS)])  # only on primary
+
+    dry = _failback(pair, "--route", "res", "--mode", "resync", "--dry-run")
+    assert dry.returncode == 1 and "1 offsets of 'primary' never reached 'backup'" in dry.stderr, dry.stderr
+    refused = _failback(pair, "--route", "res", "--mode", "resync")
+    assert refused.returncode == 1 and "add --accept-loss" in refused.stderr and "Traceback" not in refused.stderr
+    assert end_offsets(pair.p, topic, partitions)[0] > 0, "a refused resync deleted the topic"
+    done = _failback(pair, "--route", "res", "--mode", "resync", "--accept-loss", "--json")
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)
+    assert "resuming failback run" in done.stderr and run["status"] == "done"
+    assert [c["point"]["basis"] for c in run["commits"]] == ["exact", "exact"]
+
+    # primary holds exactly what backup holds, record for record (headers as written, no origin stamp).
+    copy = _records(read_source(pair.b, replica, partitions))
+    assert _records(read_source(pair.p, topic, partitions)) == copy
+    resumed = resume_on_target(pair.p, "res-app", topic, partitions)
+    for p, read in {0: 7 + 3, 1: 2 + 1}.items():
+        assert resumed[p] == copy[p][read:], f"partition {p}"
+
+    # The route runs again from the ends of the recreated topics: nothing goes back to backup twice.
+    worker = Worker(pair.config, "res", log_dir=pair.home)
+    try:
+        produce(pair.p, topic, [Rec(1, b"home", b"again", (), BASE_TS)])
+        wait_caught_up(pair.p, "res", topic, read_source(pair.p, topic, partitions))
+    finally:
+        assert worker.terminate()[0] == 0
+    again = _records(read_source(pair.b, replica, partitions))
+    assert again == {0: copy[0], 1: [*copy[1], Rec(1, b"home", b"again", (), BASE_TS)]}

@@ -27,7 +27,7 @@ def test_audit_has_help_and_is_no_longer_planned(capsys: pytest.CaptureFixture[s
     for option in ("--route NAME", "--from TIME", "--to TIME", "--topic TOPIC", "--bucket", "--json",
                    "MIRRORFLOW_SPARK_MASTER"):
         assert option in out, option
-    assert "audit" not in build_parser().epilog.split("planned")[1]  # type: ignore[union-attr]
+    assert "planned" not in (build_parser().epilog or "")  # every command of DESIGN.md is there
 
 
 @pytest.mark.parametrize(("argv", "message"), [

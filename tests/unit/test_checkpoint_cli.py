@@ -22,7 +22,7 @@ def test_checkpoint_has_help_and_is_no_longer_planned(capsys: pytest.CaptureFixt
     assert done.value.code == 0
     out = capsys.readouterr().out
     assert all(flag in out for flag in ("--route NAME", "--group GROUP", "--json", "--dry-run", "--config FILE"))
-    assert "checkpoint" not in build_parser().epilog.split("planned")[1]  # type: ignore[union-attr]
+    assert "planned" not in (build_parser().epilog or "")  # every command of DESIGN.md is there
 
 
 @pytest.mark.parametrize(

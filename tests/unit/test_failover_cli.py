@@ -35,7 +35,7 @@ def test_failover_has_help_and_is_no_longer_planned(capsys: pytest.CaptureFixtur
     for flag in ("--route NAME", "--group GROUP", "--mode {checkpoint,timestamp}", "--at ISO", "--margin DURATION",
                  "--drain-timeout SECONDS", "--dry-run", "--json", "--restart", "--release", "--config FILE"):
         assert flag in out, flag
-    assert "failover" not in build_parser().epilog.split("planned")[1]  # type: ignore[union-attr]
+    assert "planned" not in (build_parser().epilog or "")  # every command of DESIGN.md is there
 
 
 @pytest.mark.parametrize(("argv", "message"), [

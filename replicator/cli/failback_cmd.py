@@ -1,0 +1,78 @@
+"""``mirrorflow failback``: bring a failed-over route's applications home, step by step."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from replicator.cli.common import add_config_arg, config_of
+from replicator.cli.failover_cmd import _outcome, _to_stderr
+from replicator.cli.output import as_json, say, table
+
+
+def register(commands: Any) -> None:
+    """Add the ``failback`` command."""
+    failback = commands.add_parser(
+        "failback",
+        help="after a failover, copy back what was written on the target and move the groups home",
+        description="For a failed-over route (source = the old primary, target = where the applications run "
+        "now), with both clusters up and the route's workers stopped. Mode incremental (default): a reverse "
+        "route copies to the old primary only what was written on the target since the failover; records of "
+        "the old primary that never reached the target stay where they are. Mode resync: the old primary's "
+        "topics are deleted and created again, and every record of the replicas is copied back (refused when "
+        "records of the old primary never reached the target, unless --accept-loss). Then the planned switch: "
+        "copy until nothing is left (stop the producers on the target first; up to --drain-timeout), translate "
+        "each group's position, commit it into the old primary's groups that have no active member, read it "
+        "back, and release the route so `mirrorflow run` copies the old primary again. Each step is printed "
+        "and stored in the state DB; a run that fails midway resumes at the failed step when run again. "
+        "Exit 0 when done, 1 when a step failed, 2 for a bad config, an unknown route or bad options.",
+    )
+    add_config_arg(failback)
+    failback.add_argument("--route", required=True, metavar="NAME", help="the failed-over route to bring back")
+    failback.add_argument("--mode", choices=["incremental", "resync"], default="incremental",
+                          help="incremental: only what was written since the failover (default); resync: "
+                          "recreate the old primary's topics and copy everything back")
+    failback.add_argument("--group", action="append", metavar="GROUP",
+                          help="only this consumer group (repeatable; default: every group the route's checkpoint "
+                          "filter selects on the target)")
+    failback.add_argument("--drain-timeout", default="60", metavar="SECONDS",
+                          help="copy at most this long for the last records before the switch (default 60)")
+    failback.add_argument("--accept-loss", action="store_true",
+                          help="mode resync: go on although records of the old primary never reached the target "
+                          "(they are deleted with its topics)")
+    failback.add_argument("--dry-run", action="store_true", help="show every step, change nothing")
+    failback.add_argument("--json", action="store_true", help="print the run as JSON (progress goes to stderr)")
+    failback.set_defaults(handler=run_failback)
+
+
+def run_failback(args: argparse.Namespace) -> int:
+    """Run (or resume) the failback, printing a line per step; exit 1 when a step failed."""
+    from replicator.failback.run import FailbackFailed, failback_route, request_of, summary
+
+    config = config_of(args)
+    config.route(args.route)
+    request = request_of(args.route, args.mode, args.group, args.drain_timeout, args.accept_loss, args.dry_run)
+    try:
+        run = failback_route(config, request, _to_stderr if args.json else say)
+    except FailbackFailed as exc:
+        if args.json:
+            print(as_json(exc.summary))
+        raise
+    print(as_json(summary(run)) if args.json else render(run))
+    return 0
+
+
+def render(run: Any) -> str:
+    """Where each group resumes on the old primary, then what to do next (``run`` is a FailbackRun)."""
+    from replicator.domain.failback import next_steps
+
+    rows = [[c.point.group, c.point.topic, c.point.partition, c.point.source_offset, "->", c.point.target_topic,
+             c.point.target_offset, c.point.describe(), _outcome(c)] for c in run.commits]
+    heading = (f"failback{'' if run.run_id is None else f' run {run.run_id}'} of route {run.request.route} "
+               f"({run.request.mode.value}): {run.backup} -> {run.primary}: {run.status.value}")
+    lines = [heading]
+    if rows:
+        lines.append(table(["group", "topic", "partition", "offset", "", "topic", "offset", "resume",
+                            f"group on {run.primary}"], rows))
+    lines += [f"note: {n}" for n in run.notes]
+    return "\n".join([*lines, "", next_steps(run)]) + "\n"

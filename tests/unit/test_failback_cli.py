@@ -1,0 +1,46 @@
+"""``mirrorflow failback`` without clusters: help, and bad input exits 2 with nothing stored."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from replicator.cli.main import build_parser, main
+
+CLUSTERS = "clusters: {a: {bootstrap.servers: '127.0.0.1:1', sasl.password: s3cret}, b: {bootstrap.servers: '127.0.0.1:1'}}\n"
+ROUTE = "routes: [{name: r, source: a, target: b, topics: [x]}]\n"
+
+
+def _config(tmp_path: Path) -> Path:
+    config = tmp_path / "m.yaml"
+    config.write_text(CLUSTERS + ROUTE + f"state: {{url: 'sqlite:///{tmp_path / 's.db'}'}}\n")
+    return config
+
+
+def test_failback_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        build_parser().parse_args(["failback", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    for flag in ("--route NAME", "--mode {incremental,resync}", "--group GROUP", "--drain-timeout SECONDS",
+                 "--accept-loss", "--dry-run", "--json", "--config FILE"):
+        assert flag in out, flag
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--route", "nope"], "unknown route 'nope' (known: r)"),
+    (["--route", "r"], "route r is not failed over (no failover run holds it): there is nothing to fail back"),
+    (["--route", "r", "--accept-loss"], "--accept-loss is for mode resync"),
+    (["--route", "r", "--drain-timeout", "soon"], "--drain-timeout: expected seconds"),
+])
+def test_bad_input_exits_2_naming_it_and_stores_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        argv: list[str], message: str) -> None:
+    config = _config(tmp_path)
+    assert main(["failback", "--config", str(config), *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and "s3cret" not in err
+    if (tmp_path / "s.db").exists():
+        with sqlite3.connect(tmp_path / "s.db") as db:
+            assert db.execute("select count(*) from mf_failback_run").fetchone() == (0,)
