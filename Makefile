@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup venv jars demo test down clean
+.PHONY: setup venv jars browser demo test down clean
 
 setup: venv jars
 
@@ -33,10 +33,18 @@ $(JARS)/%/.complete: pom.xml
 	mvn -q -B -P $* dependency:copy-dependencies
 	@touch $@
 
+# The Replication page's browser test drives Debian's chromium through its chromedriver;
+# apt-get runs only when either is missing (root, or sudo when available).
+browser:
+	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || { \
+	  echo "== browser: chromium and chromium-driver from Debian (apt-get)"; \
+	  SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; }
+
 demo: setup
 	$(BIN)/mirrorflow demo
 
-test: setup
+test: setup browser
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 down:

@@ -1,0 +1,156 @@
+"""What the Replication page shows of one route, shaped from query rows (pure).
+
+The rows come from :mod:`replicator.ui.queries` as dicts; nothing here touches a
+database, Airflow or HTML, so each rule is a table-driven unit test.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Row = Mapping[str, Any]
+_LAG = re.compile(r"^lag (\d+) records")
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One time bucket of a topic's audits: records on each side, and what was wrong."""
+
+    at: dt.datetime
+    source: int
+    target: int
+    missing: int = 0
+    duplicates: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """A topic's audited buckets, oldest first: the chart of source vs target counts."""
+
+    topic: str
+    points: tuple[Point, ...]
+
+    @property
+    def missing(self) -> int:
+        """Records missing on the target over the whole series."""
+        return sum(p.missing for p in self.points)
+
+
+@dataclass(frozen=True, slots=True)
+class Lag:
+    """The route's latest measured lag (records not yet copied), as the SLA check stored it."""
+
+    records: int | None  # None: the check could not measure it (see detail)
+    detail: str
+    measured_at: dt.datetime
+    breached: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationPage:
+    """Everything the page shows of one route (and optionally one topic)."""
+
+    routes: tuple[str, ...]
+    route: str | None
+    topic: str | None = None
+    topics: tuple[str, ...] = ()
+    series: tuple[Series, ...] = ()
+    audit_runs: tuple[Row, ...] = ()
+    findings: tuple[Row, ...] = ()
+    failovers: tuple[Row, ...] = ()
+    failbacks: tuple[Row, ...] | None = None  # None: no failback table in this state DB
+    checkpoints: tuple[Row, ...] = ()
+    sla_states: tuple[Row, ...] = ()
+    sla_events: tuple[Row, ...] = ()
+    lag: Lag | None = None
+    notes: tuple[str, ...] = field(default=())
+
+
+def choose_route(routes: Sequence[str], wanted: str | None) -> str | None:
+    """The route asked for when known, else the first one (None when there is none)."""
+    if wanted in routes:
+        return wanted
+    return routes[0] if routes else None
+
+
+def parse_lag(detail: str) -> int | None:
+    """The record count of a lag check's detail (``lag 12 records (limit ...)``), else None."""
+    match = _LAG.match(detail)
+    return int(match.group(1)) if match else None
+
+
+def current_lag(sla_states: Iterable[Row]) -> Lag | None:
+    """The lag check's latest finding, if the SLA DAG ever measured the route."""
+    for row in sla_states:
+        if row["check"] == "lag":
+            detail = str(row["detail"])
+            return Lag(parse_lag(detail), detail, row["checked_at"], row["state"] == "breached")
+    return None
+
+
+def build_series(rows: Iterable[Row]) -> tuple[Series, ...]:
+    """One series per topic, in topic order, each oldest bucket first."""
+    points: dict[str, list[Point]] = {}
+    for row in rows:
+        points.setdefault(str(row["topic"]), []).append(Point(
+            row["bucket_start"], int(row["source_count"]), int(row["target_count"]),
+            int(row["missing_count"]), int(row["duplicate_count"])))
+    return tuple(Series(topic, tuple(sorted(found, key=lambda p: p.at)))
+                 for topic, found in sorted(points.items()))
+
+
+def failback_row(row: Row) -> dict[str, Any]:
+    """The columns the page shows of a failback run."""
+    return {"id": row["id"], "mode": row["mode"], "status": row["status"],
+            "stopped_at_step": row["stopped_at_step"], "started_at": row["triggered_at"],
+            "finished_at": row["finished_at"], "rto_seconds": row["rto_seconds"], "error": row["error"],
+            "copied": row["records_copied"], "unreplicated": row["unreplicated_records"],
+            "not_copied": row["not_copied_records"]}
+
+
+def _of_topic(rows: Iterable[Row], topic: str | None) -> tuple[Row, ...]:
+    return tuple(r for r in rows if topic is None or r["topic"] == topic)
+
+
+def build_page(routes: Sequence[str], route: str | None, topic: str | None,
+               rows: Mapping[str, Sequence[Row]], failbacks: Sequence[Row] | None) -> ReplicationPage:
+    """The page of ``route`` from the rows of each query (keyed by query name)."""
+    series = build_series(rows.get("audit_series", ()))
+    checkpoints = rows.get("checkpoints", ())
+    topics = tuple(sorted({s.topic for s in series} | {str(r["topic"]) for r in checkpoints}
+                          | {str(r["topic"]) for r in rows.get("audit_findings", ())}))
+    chosen = topic if topic in topics else None
+    return ReplicationPage(
+        routes=tuple(routes), route=route, topic=chosen, topics=topics,
+        series=tuple(s for s in series if chosen is None or s.topic == chosen),
+        audit_runs=tuple(rows.get("audit_runs", ())),
+        findings=_of_topic(rows.get("audit_findings", ()), chosen),
+        failovers=tuple(rows.get("failover_runs", ())),
+        failbacks=None if failbacks is None else tuple(failback_row(r) for r in failbacks),
+        checkpoints=_of_topic(checkpoints, chosen),
+        sla_states=tuple(rows.get("sla_states", ())),
+        sla_events=tuple(rows.get("sla_events", ())),
+        lag=current_lag(rows.get("sla_states", ())),
+    )
+
+
+def format_time(value: dt.datetime | None) -> str:
+    """``2026-11-26 03:00:05Z`` (UTC), or an empty string."""
+    if value is None:
+        return ""
+    aware = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    return aware.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def format_seconds(value: float | None) -> str:
+    """``42.0 s``, ``3 min 20 s``, or an empty string."""
+    if value is None:
+        return ""
+    if value < 60:
+        return f"{value:.1f} s"
+    minutes, seconds = divmod(round(value), 60)
+    return f"{minutes} min {seconds} s"

@@ -1,0 +1,84 @@
+"""Run the reporting queries of ``sql/queries/`` on the state DB.
+
+Each ``<name>.sql`` file holds one portable ``SELECT`` with named parameters. Its
+date-time columns are typed as the models declare them (SQLite hands them back as
+text otherwise), so every row comes back as a plain dict of Python values.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, DateTime, bindparam, inspect, text
+from sqlalchemy.sql.selectable import TextualSelect
+from sqlalchemy.types import TypeEngine
+
+from replicator.paths import SQL_DIR
+from replicator.state.models import Base
+
+QUERIES_DIR = SQL_DIR / "queries"
+FAILBACK_TABLE = "mf_failback_run"  # optional: a later migration adds it
+TIME_PARAMS = ("since",)  # parameters bound as date-times, like the columns they are compared with
+
+Row = dict[str, Any]
+
+
+def _datetime_columns() -> dict[str, TypeEngine[Any]]:
+    return {column.name: column.type for table in Base.metadata.sorted_tables
+            for column in table.columns if isinstance(column.type, DateTime)}
+
+
+def query_names(folder: Path = QUERIES_DIR) -> list[str]:
+    """The names of the shipped queries (``routes``, ``audit_series``, ...)."""
+    return sorted(path.stem for path in folder.glob("*.sql"))
+
+
+@cache
+def load_query(name: str, folder: Path = QUERIES_DIR) -> TextualSelect:
+    """The query ``<name>.sql``, its date-time columns typed; KeyError for an unknown name."""
+    path = folder / f"{name}.sql"
+    if not path.is_file():
+        raise KeyError(f"no query {name!r} in {folder}")
+    # Whole-line comments go: a ":word" in one would read as a parameter.
+    sql = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("--"))
+    clause = text(sql)
+    times = [bindparam(p, type_=DateTime(timezone=True)) for p in TIME_PARAMS if re.search(rf":{p}\b", sql)]
+    return clause.bindparams(*times).columns(**_datetime_columns())
+
+
+def run_query(connection: Connection, name: str, **params: Any) -> list[Row]:
+    """Every row of query ``name`` as a dict (date-times in UTC)."""
+    result = connection.execute(load_query(name), params)
+    return [{key: _utc(value) for key, value in row.items()} for row in result.mappings()]
+
+
+def has_table(connection: Connection, table: str) -> bool:
+    """True when ``table`` exists in the state DB."""
+    return inspect(connection).has_table(table)
+
+
+def _utc(value: Any) -> Any:
+    # SQLite hands timezone-aware columns back naive; they were written in UTC.
+    if isinstance(value, dt.datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=dt.UTC)
+    return value
+
+
+ROUTE_QUERIES = ("audit_series", "audit_runs", "audit_findings", "failover_runs", "checkpoints",
+                 "sla_states", "sla_events")
+LIMITS = {"audit_series": 20000, "audit_runs": 20, "audit_findings": 200, "failover_runs": 20,
+          "failback_runs": 20, "checkpoints": 500, "sla_events": 50}
+
+
+def page_rows(connection: Connection, route: str, since: dt.datetime) -> tuple[dict[str, list[Row]], list[Row] | None]:
+    """The rows of every query of one route's page, and its failback runs (None: no such table)."""
+    rows = {name: run_query(connection, name, route=route, since=since, limit=LIMITS.get(name, 100))
+            for name in ROUTE_QUERIES}
+    failbacks = None
+    if has_table(connection, FAILBACK_TABLE):
+        failbacks = run_query(connection, "failback_runs", route=route, limit=LIMITS["failback_runs"])
+    return rows, failbacks

@@ -1,0 +1,86 @@
+"""The Replication page's queries (sql/queries/) on a migrated state DB, SQLite and PostgreSQL.
+
+The rows are written by the repository functions that audits, SLA checks, checkpoint
+failover and failback runs call (tests/ui_seed.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from replicator.state.audits import record_audit
+from replicator.state.store import StateStore, make_engine
+from replicator.ui.queries import load_query, page_rows, query_names, run_query
+from tests.ui_seed import OTHER, REPLICA, ROUTE, TOPIC, audit_report, seed
+
+NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
+WEEK_AGO = NOW - dt.timedelta(days=7)
+
+
+def test_every_query_loads_and_an_unknown_name_is_a_key_error() -> None:
+    assert {"routes", "audit_series", "audit_findings", "audit_runs", "checkpoints", "failover_runs",
+            "failback_runs", "sla_states", "sla_events"} <= set(query_names())
+    for name in query_names():
+        load_query(name)
+    with pytest.raises(KeyError, match="nope"):
+        load_query("nope")
+
+
+def test_a_route_page_holds_what_the_runs_recorded(state_url: str) -> None:
+    seed(state_url, NOW)
+    engine = make_engine(state_url)
+    try:
+        with engine.connect() as connection:
+            assert [r["route"] for r in run_query(connection, "routes")] == [ROUTE]
+            rows, _ = page_rows(connection, ROUTE, WEEK_AGO)
+            other_rows, _ = page_rows(connection, "other-route", WEEK_AGO)
+    finally:
+        engine.dispose()
+    [finding] = rows["audit_findings"]
+    assert (finding["topic"], finding["target_topic"], finding["partition"], finding["status"]) == (
+        TOPIC, REPLICA, 1, "missing")
+    assert (finding["missing_offsets"], finding["duplicate_offsets"], finding["run_key"]) == ("40-41", "44",
+                                                                                               "audit-ui-1")
+    assert finding["bucket_start"].tzinfo is not None
+    series = [(r["topic"], r["source_count"], r["target_count"], r["missing_count"]) for r in rows["audit_series"]]
+    assert series == [(TOPIC, 9, 9, 0), (TOPIC, 26, 25, 2), (TOPIC, 10, 10, 0), (OTHER, 5, 5, 0)]  # newest first
+    assert [r["status"] for r in rows["audit_runs"]] == ["missing"]
+    assert {(r["check"], r["state"]) for r in rows["sla_states"]} == {("lag", "breached"), ("heartbeat", "ok")}
+    assert [(r["check"], r["kind"]) for r in rows["sla_events"]] == [("lag", "breach")]
+    assert [(r["group_id"], r["partition"], r["target_offset"]) for r in rows["checkpoints"]] == [
+        ("billing", 0, 118), ("billing", 1, 77)]
+    [failover] = rows["failover_runs"]
+    assert (failover["mode"], failover["status"], failover["target_cluster"]) == ("checkpoint", "done", "backup")
+    assert isinstance(failover["triggered_at"], dt.datetime)
+    assert all(not found for found in other_rows.values())
+
+
+def test_a_bucket_audited_twice_counts_as_its_newest_audit_and_old_buckets_drop_out(state_url: str) -> None:
+    seed(state_url, NOW)
+    store = StateStore(state_url)
+    try:
+        store.run(lambda s: record_audit(s, audit_report(NOW, run_key="audit-ui-2")))
+        with store.engine.connect() as connection:
+            rows, _ = page_rows(connection, ROUTE, WEEK_AGO)
+            recent, _ = page_rows(connection, ROUTE, NOW)
+    finally:
+        store.close()
+    assert [r["source_count"] for r in rows["audit_series"]] == [9, 26, 10, 5]  # not doubled
+    assert {r["run_key"] for r in rows["audit_findings"]} == {"audit-ui-1", "audit-ui-2"}
+    assert recent["audit_series"] == []
+
+
+def test_failback_runs_are_read_with_their_figures(state_url: str) -> None:
+    seed(state_url, NOW)
+    store = StateStore(state_url)
+    try:
+        with store.engine.connect() as connection:
+            _, failbacks = page_rows(connection, ROUTE, WEEK_AGO)
+    finally:
+        store.close()
+    assert failbacks is not None
+    assert [(r["mode"], r["status"], r["records_copied"], r["not_copied_records"]) for r in failbacks] == [
+        ("resync", "done", 4321, 0)]
+    assert isinstance(failbacks[0]["triggered_at"], dt.datetime) and failbacks[0]["rto_seconds"] == 120.0
