@@ -28,6 +28,7 @@ from pydantic import (
 
 from replicator.domain.group_filter import DEFAULT_EXCLUDED_GROUPS, DEFAULT_GROUPS, GroupFilter
 from replicator.domain.heartbeat import heartbeat_patterns
+from replicator.domain.replication_policy import ReplicationPolicy, policy_for
 from replicator.domain.secrets import redact
 from replicator.domain.sla import SlaThresholds
 from replicator.domain.topic_filter import TopicFilter
@@ -100,9 +101,10 @@ class ClusterConfig(_Frozen):
 
 
 class MappingPolicy(_Frozen):
-    """Explicit source → target topic names."""
+    """Explicit source → target topic names (``merge``: several sources may share one target)."""
 
     mapping: Mapping[str, str]
+    merge: bool = False
 
 
 _PRINCIPAL = r"^[A-Za-z][A-Za-z0-9_-]*:.+$"
@@ -286,6 +288,12 @@ class Config(_Frozen):
                 return route
         known = ", ".join(r.name for r in self.routes) or "none"
         raise ConfigError(f"unknown route {name!r} (known: {known})")
+
+    def policy(self, route: RouteConfig) -> ReplicationPolicy:
+        """The naming policy of ``route`` (the known clusters tell prefixes apart)."""
+        if isinstance(route.policy, str):
+            return policy_for(route.policy, route.separator, self.clusters)
+        return policy_for(route.policy.mapping, route.separator, self.clusters, route.policy.merge)
 
     def cluster(self, name: str) -> ClusterConfig:
         """The cluster called ``name``; a ConfigError naming the known clusters otherwise."""

@@ -9,7 +9,13 @@ import datetime as dt
 from replicator.domain.audit import BucketKey, BucketResult
 from replicator.domain.audit_report import AuditReport, AuditWindow
 from replicator.domain.checkpoint import Checkpoint, CheckpointStatus
-from replicator.domain.failback import FailbackMode, FailbackRequest, FailbackRun, FailbackStep, FailbackStepRecord
+from replicator.domain.failback import (
+    FailbackMode,
+    FailbackRequest,
+    FailbackRun,
+    FailbackStep,
+    FailbackStepRecord,
+)
 from replicator.domain.failover import FailoverRequest, Step, StepRecord, StepStatus
 from replicator.domain.failover_run import FailoverRun
 from replicator.domain.offset_ranges import to_ranges

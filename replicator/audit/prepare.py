@@ -22,7 +22,6 @@ from replicator.audit.spec import AuditSpec, TopicSpec
 from replicator.config import Config, RouteConfig
 from replicator.domain.audit_report import AuditWindow
 from replicator.domain.commit_metadata import belongs_to_other_topic, decode_note
-from replicator.domain.replication_policy import policy_for
 from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import admin_client
 from replicator.worker.clients import admin_settings, group_id
@@ -38,8 +37,7 @@ def prepare_spec(config: Config, route_name: str, window: AuditWindow, topics: I
                  run_key: str | None = None, config_path: str | None = None, timeout: float = 15.0) -> AuditSpec:
     """The spec of an audit of ``route_name`` over ``window`` (all its topics, or ``topics``)."""
     route = config.route(route_name)
-    policy = policy_for(route.policy if isinstance(route.policy, str) else route.policy.mapping,
-                        route.separator, config.clusters)
+    policy = config.policy(route)
     source = admin_client(config.cluster(route.source).client_properties())
     target = admin_client(config.cluster(route.target).client_properties())
     with _named(route, "source"):

@@ -26,7 +26,7 @@ from replicator.checkpoints.syncs import SyncLog
 from replicator.config import Config, RouteConfig
 from replicator.domain.checkpoint import Checkpoint, Partition, checkpoints_of_group
 from replicator.domain.group_filter import requested_group_problems
-from replicator.domain.replication_policy import ReplicationPolicy, policy_for
+from replicator.domain.replication_policy import ReplicationPolicy
 from replicator.domain.target_group import TargetGroupState, TargetOffset, plan_target_group
 from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import cluster_metadata
@@ -51,8 +51,7 @@ def prepare(config: Config, route_name: str, groups: Sequence[str] | None = None
     """Read both clusters and translate (steps 1-6 of the module docstring); writes nothing."""
     route = config.route(route_name)
     started = pendulum.now("UTC")
-    policy = policy_for(route.policy if isinstance(route.policy, str) else route.policy.mapping,
-                        route.separator, config.clusters)
+    policy = config.policy(route)
     source, target = _properties(config, route.source), _properties(config, route.target)
     on_source = f"route {route.name}: source {route.source!r}"
     on_target = f"route {route.name}: target {route.target!r}"

@@ -25,6 +25,7 @@ from replicator.cli import (
 from replicator.errors import MirrorFlowError
 from replicator.logs import LEVEL_ENV, setup_logging
 
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but bad usage exits 2 with one line instead of the whole usage block."""
 

@@ -10,11 +10,9 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from replicator.config import Config, RouteConfig
 from replicator.domain.commit_metadata import decode_note
-from replicator.domain.replication_policy import policy_for
 from replicator.errors import ClusterError
 from replicator.worker.clients import admin_settings, group_id
 from replicator.worker.topics import select_topics, source_partitions
-
 
 # A fresh cluster's group coordinator answers these for a few seconds: ask again.
 _SETTLING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
@@ -40,8 +38,7 @@ class PartitionStatus:
 def route_status(config: Config, route: RouteConfig, timeout: float = 15.0) -> list[PartitionStatus]:
     """Ask the source cluster for the route's committed offsets and the partitions' ends."""
     admin = AdminClient(admin_settings(config.cluster(route.source).client_properties()))
-    kind = route.policy if isinstance(route.policy, str) else route.policy.mapping
-    policy = policy_for(kind, route.separator, config.clusters)
+    policy = config.policy(route)
     try:
         added, removed = _manual_topics(config, route)
         topics = select_topics(source_partitions(admin, timeout), route.topic_filter, policy, route.target,

@@ -127,11 +127,18 @@ def reverse_route_name(route: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ReverseTopic:
-    """A replica on the backup and the topic of the old primary it goes back to."""
+    """A topic of the backup and the topic of the old primary its records go back to.
+
+    ``copied`` True: the route's replica (it holds the route's copies, then what was
+    written on it). False: the backup's own topic of the original's name, where the
+    failover told producers to write under a ``prefix`` policy (copied whole: before
+    the failover nothing writes it).
+    """
 
     replica: str
     original: str
     partitions: int
+    copied: bool = True
 
 
 def reverse_route_settings(route: Mapping[str, Any], primary: str, backup: str,
@@ -146,7 +153,7 @@ def reverse_route_settings(route: Mapping[str, Any], primary: str, backup: str,
     return {
         "name": reverse_route_name(str(route["name"])), "source": backup, "target": primary,
         "topics": [re.escape(t.replica) for t in topics] or ["(?!)"],
-        "policy": {"mapping": {t.replica: t.original for t in topics}},
+        "policy": {"mapping": {t.replica: t.original for t in topics}, "merge": True},
         "start": "earliest", "on_data_loss": route.get("on_data_loss", "continue"),
         "on_refused_record": route.get("on_refused_record", "fail"),
         "consumer": dict(route.get("consumer") or {}), "producer": dict(route.get("producer") or {}),
@@ -245,6 +252,35 @@ def resume_point(group: str, replica: str, original: str, partition: int, positi
             return ResumePoint(group, replica, partition, original, found.target_offset, Basis.BEFORE_FIRST_SYNC,
                                position)
     return ResumePoint(group, replica, partition, original, None, Basis.UNKNOWN, position)
+
+
+def merge_points(points: Sequence[ResumePoint], starts: Mapping[tuple[str, int], int]) -> tuple[ResumePoint, ...]:
+    """One point per group and partition of the old primary, where two topics of the backup feed it.
+
+    Under ``prefix`` a group reads the replica (records from the old primary) and the
+    backup's own topic (records written since the failover); on the old primary they
+    are one log, the replica's part first. A group that had not read the replica's
+    part to its end (``starts``: where the reverse route began on it) resumes there,
+    and may read again the records of the other topic it had already read; one that
+    had, resumes where the other topic's position says.
+    """
+    out: dict[tuple[str, str, int], ResumePoint] = {}
+    for point in points:
+        key = (point.group, point.target_topic, point.partition)
+        kept = out.get(key)
+        if kept is None:
+            out[key] = point
+            continue
+        replica, local = (kept, point) if point.topic == point.target_topic else (point, kept)
+        read = (local.source_offset or 0) - starts.get((local.topic, local.partition), 0)  # of the new records
+        done = (replica.source_offset or 0) >= starts.get((replica.topic, replica.partition), 0)
+        if local.target_offset is None or (read <= 0 and replica.target_offset is not None):
+            out[key] = replica
+        elif done or replica.target_offset is None:
+            out[key] = local
+        else:
+            out[key] = replace(replica, basis=Basis.BEHIND, max_repeats=read + (replica.max_repeats or 0))
+    return tuple(sorted(out.values(), key=lambda p: (p.group, p.target_topic, p.partition)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,8 +390,8 @@ def next_steps(run: FailbackRun) -> str:
     if run.status != FailbackStatus.DONE:
         return (f"Failback run {run.run_id} of route {route} stopped at {run.stopped_at}: the applications stay on "
                 f"{run.backup!r}. Fix the cause, then run the same failback again: it resumes there.")
-    lines = [f"Failback of route {route} done: {run.primary!r} holds what was written on {run.backup!r} "
-             f"({run.copied} records copied back).",
+    lines = [(f"Failback of route {route} done: {run.primary!r} holds what was written on {run.backup!r} "
+              f"({run.copied} records copied back)."),
              f"1. Point the producers and consumers back to {run.primary!r}."]
     moved = sorted({c.point.group for c in run.commits if c.outcome in (TargetOutcome.WRITTEN,
                                                                          TargetOutcome.UP_TO_DATE)})

@@ -152,15 +152,15 @@ class MappingPolicy(_NameCarriesNoOrigin):
     pairs: tuple[tuple[str, str], ...]
     _lookup: dict[str, str] = field(repr=False, compare=False)
 
-    def __init__(self, mapping: Mapping[str, str]) -> None:
+    def __init__(self, mapping: Mapping[str, str], merge: bool = False) -> None:
         """Check ``mapping`` and keep it as sorted pairs, so the policy stays hashable."""
         for source, target in mapping.items():
             if not (isinstance(source, str) and isinstance(target, str) and source and target):
                 raise ValueError(f"mapping policy: {source!r}: {target!r} is not topic: topic")
-        # Two source topics in one target partition would interleave their records
-        # and leave their offsets untranslatable.
+        # Two source topics in one target partition interleave their records: allowed only
+        # when asked for (a failback merges a replica and a topic of the original's name).
         shared = sorted(t for t, n in Counter(mapping.values()).items() if n > 1)
-        if shared:
+        if shared and not merge:
             raise ValueError(f"mapping policy: several topics map to {', '.join(shared)}")
         object.__setattr__(self, "pairs", tuple(sorted(mapping.items())))
         object.__setattr__(self, "_lookup", dict(mapping))
@@ -171,7 +171,7 @@ class MappingPolicy(_NameCarriesNoOrigin):
 
 
 def policy_for(
-    kind: str | Mapping[str, str], separator: str, known_clusters: Iterable[str]
+    kind: str | Mapping[str, str], separator: str, known_clusters: Iterable[str], merge: bool = False
 ) -> ReplicationPolicy:
     """The policy named by a route's ``policy``: ``prefix``, ``identity`` or a mapping."""
     if kind == "prefix":
@@ -179,5 +179,5 @@ def policy_for(
     if kind == "identity":
         return IdentityPolicy()
     if isinstance(kind, Mapping):
-        return MappingPolicy(kind)
+        return MappingPolicy(kind, merge)
     raise ValueError(f"unknown replication policy {kind!r} (expected prefix, identity, a mapping)")

@@ -24,7 +24,6 @@ from replicator.domain.checkpoint import Partition
 from replicator.domain.failback import FailbackMode, ReverseTopic, reverse_route_settings
 from replicator.domain.failover import is_application_topic
 from replicator.domain.provenance import should_skip
-from replicator.domain.replication_policy import policy_for
 from replicator.errors import ClusterError, MirrorFlowError
 from replicator.worker.clients import admin_settings, group_id
 from replicator.worker.topics import source_partitions
@@ -49,14 +48,18 @@ def reverse_topics(config: Config, route: RouteConfig) -> tuple[ReverseTopic, ..
             originals = sorted({t.topic for t in route_topics(session, route.name) if is_application_topic(t.topic)})
     finally:
         store.close()
-    policy = policy_for(route.policy if isinstance(route.policy, str) else route.policy.mapping, route.separator,
-                        config.clusters)
+    policy = config.policy(route)
     on_backup = partitions_of(config, route.target)
+    # Under prefix/mapping, producers on the target write to topics of the original names (the
+    # failover said so); a route of the config that copies them back already is left to do it.
+    carried = [r.topic_filter for r in config.routes if (r.source, r.target) == (route.target, route.source)]
     out = []
     for original in originals:
         replica = policy.format_remote_topic(route.source, original)
         if replica in on_backup:
             out.append(ReverseTopic(replica, original, on_backup[replica]))
+        if original != replica and original in on_backup and not any(f.select([original]) for f in carried):
+            out.append(ReverseTopic(original, original, on_backup[original], copied=False))
     return tuple(out)
 
 

@@ -142,7 +142,7 @@ def run_step(config: Config, run: FailbackRun, step: FailbackStep, say: Say = lo
     try:
         result = STEPS[step.value](ctx, run)
         status, error = result.status, None
-    except Exception as exc:  # noqa: BLE001 - recorded in the run, then raised as FailbackFailed
+    except Exception as exc:
         log.debug("failback step failed", exc_info=True)
         result, status, error = StepResult(run, StepStatus.FAILED, record.detail or ""), StepStatus.FAILED, \
             error_text(exc)

@@ -22,7 +22,15 @@ from replicator.checkpoints.offsets import commit, read_committed
 from replicator.checkpoints.syncs import SyncLog
 from replicator.config import Config, RouteConfig
 from replicator.domain.checkpoint import Partition
-from replicator.domain.failback import FailbackMode, FailbackRun, Unreplicated, resume_point, reverse_start
+from replicator.domain.failback import (
+    FailbackMode,
+    FailbackRun,
+    ReverseTopic,
+    Unreplicated,
+    merge_points,
+    resume_point,
+    reverse_start,
+)
 from replicator.domain.failover import StepStatus
 from replicator.domain.offset_sync import OffsetSync
 from replicator.domain.resume_point import Basis, verify_commits
@@ -103,7 +111,7 @@ def check(ctx: Ctx, run: FailbackRun) -> StepResult:
     on_primary = rev.partitions_of(ctx.config, route.source)
     if run.request.mode == FailbackMode.INCREMENTAL:
         problems = [f"{t.original}: {'missing' if t.original not in on_primary else f'{on_primary[t.original]} partitions'}"
-                    f" on {route.source!r}, its replica {t.replica} has {t.partitions}" for t in topics
+                    f" on {route.source!r}, {t.replica} on {route.target!r} has {t.partitions}" for t in topics
                     if on_primary.get(t.original, 0) < t.partitions]
         if problems:
             raise StepFailed(f"route {name}: mode incremental appends to the topics of {route.source!r}, but "
@@ -118,9 +126,23 @@ def check(ctx: Ctx, run: FailbackRun) -> StepResult:
     run = dataclasses.replace(run, failover_run_id=run.failover_run_id or (hold.run_id if hold else None),
                               topics=topics, unreplicated=unreplicated)
     detail = (f"both clusters answer; failover run {run.failover_run_id} holds the route; {len(topics)} replica(s) "
-              f"to copy back ({', '.join(t.replica for t in topics)}); {lost} offsets of {route.source!r} never "
+              f"to copy back ({', '.join(_named(t) for t in topics)}); {lost} offsets of {route.source!r} never "
               f"reached {route.target!r}" + (" (dropped: --accept-loss)" if lost and run.request.accept_loss else ""))
     return StepResult(run, _acting(run), detail)
+
+
+def _named(topic: ReverseTopic) -> str:
+    return topic.replica if topic.copied else f"{topic.replica} (written since the failover)"
+
+
+def _local_starts(ctx: Ctx, run: FailbackRun) -> dict[Partition, int]:
+    """Where the reverse route starts on the backup's own topics of the originals' names: their first record.
+
+    Under ``prefix`` nothing but the failed-over producers writes them (a route of the
+    config that copies them back in an active/active pair keeps them: see check).
+    """
+    local = [(t.replica, p) for t in run.topics if not t.copied for p in range(t.partitions)]
+    return {tp: low for tp, (low, _) in rev.watermarks(_props(ctx, ctx.route.target), local).items()}
 
 
 def _unreplicated(ctx: Ctx, on_primary: dict[str, int]) -> tuple[Unreplicated, ...]:
@@ -138,13 +160,17 @@ def prepare(ctx: Ctx, run: FailbackRun) -> StepResult:
     partitions = rev.replica_partitions(run.topics)
     if not run.request.dry_run:
         _forget_reverse_group(ctx, reverse)  # a former failback's positions are not this one's
-    original = {t.replica: t.original for t in run.topics}
+    original = {t.replica: t.original for t in run.topics if t.copied}
     syncs = _syncs(_props(ctx, ctx.route.target), sync_topic_name(ctx.route), f"route {ctx.route.name}")
     forward_end = read_committed(_props(ctx, ctx.route.source), group_id(ctx.route),
-                                 [(original[t], p) for t, p in partitions], f"route {ctx.route.name}")
+                                 [(original[t], p) for t, p in partitions if t in original], f"route {ctx.route.name}")
     ends = rev.watermarks(backup, partitions)
-    starts, why = {}, set()
+    starts, why = _local_starts(ctx, run), set()
+    if starts:
+        why.add("the backup's own topics of the original names: every record")
     for replica, p in partitions:
+        if replica not in original:
+            continue
         offset, reason = reverse_start(syncs.get((original[replica], p), ()),
                                        forward_end.get((original[replica], p)), ends[(replica, p)][1])
         starts[(replica, p)] = offset
@@ -184,8 +210,11 @@ def _recreate(ctx: Ctx, run: FailbackRun) -> StepResult:
     primary = _props(ctx, ctx.route.source)
     # The reverse route's former syncs would place the new copies on the deleted topics.
     names = [t.original for t in run.topics] + [sync_topic_name(_reverse(ctx))]
+    names = list(dict.fromkeys(names))
     existing = [n for n in names if n in rev.partitions_of(ctx.config, ctx.route.source)]
-    run = dataclasses.replace(run, starts=tuple((t.replica, p, 0) for t in run.topics for p in range(t.partitions)))
+    local = _local_starts(ctx, run)
+    run = dataclasses.replace(run, starts=tuple((t.replica, p, local.get((t.replica, p), 0)) for t in run.topics
+                                                for p in range(t.partitions)))
     if run.request.dry_run:
         return StepResult(run, StepStatus.PLANNED, f"would delete {len(existing)} topic(s) of {ctx.route.source!r} "
                                                    f"({', '.join(existing) or 'none'}); the reverse route creates "
@@ -266,11 +295,12 @@ def translate(ctx: Ctx, run: FailbackRun) -> StepResult:
         groups = route.checkpoints.group_filter.select(existing)
     partitions = rev.replica_partitions(run.topics)
     original = {t.replica: t.original for t in run.topics}
+    copied = {t.replica for t in run.topics if t.copied}
     incremental = run.request.mode == FailbackMode.INCREMENTAL
     reverse_syncs = _syncs(primary, sync_topic_name(reverse), f"reverse route {reverse.name}")
     forward_syncs = _syncs(backup, sync_topic_name(route), f"route {route.name}") if incremental else {}
     reverse_end = read_committed(backup, group_id(reverse), partitions, on_backup)
-    forward_end = read_committed(primary, group_id(route), [(original[t], p) for t, p in partitions],
+    forward_end = read_committed(primary, group_id(route), [(original[t], p) for t, p in partitions if t in copied],
                                  f"route {route.name}: {route.source!r}") if incremental else {}
     starts = {(t, p): o for t, p, o in run.starts}
     points, notes = [], list(run.notes)
@@ -279,11 +309,19 @@ def translate(ctx: Ctx, run: FailbackRun) -> StepResult:
             key = (original[replica], p)
             point = resume_point(group, replica, original[replica], p, position, starts.get((replica, p), 0),
                                  reverse_syncs.get((replica, p), ()), reverse_end.get((replica, p)),
-                                 forward_syncs.get(key, ()), forward_end.get(key))
+                                 forward_syncs.get(key, ()) if replica in copied else (), forward_end.get(key))
             points.append(point)
             if point.basis == Basis.UNKNOWN:
                 notes.append(f"group {group} {replica}-{p} at {position}: no offset sync places it on "
                              f"{route.source!r}: not moved")
+    merged = merge_points(points, starts)
+    for point in merged:
+        if point.basis == Basis.BEHIND and len([p for p in points if (p.group, p.target_topic, p.partition) == (
+                point.group, point.target_topic, point.partition)]) > 1:
+            notes.append(f"group {point.group} {point.target_topic}-{point.partition}: it had not read all of "
+                         f"{point.topic} on {route.target!r}; on {route.source!r} it resumes there and may read "
+                         f"again up to {point.max_repeats} records written since the failover")
+    points = list(merged)
     for u in run.unreplicated if incremental else ():
         for point in points:
             if (point.target_topic, point.partition) == (u.topic, u.partition) and point.target_offset is not None:
@@ -336,7 +374,7 @@ def release(ctx: Ctx, run: FailbackRun) -> StepResult:
     route = ctx.route
     primary = _props(ctx, route.source)
     if run.request.mode == FailbackMode.RESYNC:
-        wanted = [(t.original, p) for t in run.topics for p in range(t.partitions)]
+        wanted = sorted({(t.original, p) for t in run.topics for p in range(t.partitions)})
         ends = {tp: high for tp, (_, high) in rev.watermarks(primary, wanted).items()}
         if not run.request.dry_run:
             commit(primary, group_id(route), ends, f"route {route.name}: {route.source!r}")

@@ -12,7 +12,6 @@ from replicator.checkpoints.syncs import SyncLog
 from replicator.config import Config, RouteConfig
 from replicator.domain.checkpoint import Checkpoint, CheckpointStatus
 from replicator.domain.failover import is_application_topic
-from replicator.domain.replication_policy import policy_for
 from replicator.domain.resume_point import ResumePoint, points_from_checkpoints, timestamp_point
 from replicator.errors import ClusterError, ConfigError
 from replicator.kafka.admin import error_text
@@ -59,8 +58,7 @@ def by_timestamp(config: Config, route: RouteConfig, groups: Sequence[str],
     """Each group at the first record at or after ``instant`` on every replica partition of the route."""
     target = config.cluster(route.target).client_properties()
     what = f"route {route.name}: target {route.target!r}"
-    policy = policy_for(route.policy if isinstance(route.policy, str) else route.policy.mapping,
-                        route.separator, config.clusters)
+    policy = config.policy(route)
     replicas = {policy.format_remote_topic(route.source, t): t for t in _copied_topics(config, route, target, what)}
     consumer = Consumer({**admin_settings(target), "group.id": "mirrorflow-failover-probe",
                          "enable.auto.commit": "false"})

@@ -8,7 +8,6 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from replicator.config import Config, RouteConfig
 from replicator.domain.heartbeat import heartbeat_topic, latest_heartbeat
-from replicator.domain.replication_policy import policy_for
 from replicator.domain.sla import Observation
 from replicator.errors import MirrorFlowError
 from replicator.worker.clients import admin_settings
@@ -18,8 +17,7 @@ TAIL = 1000  # records read at the end of each heartbeat partition (several rout
 
 def heartbeat_topic_on_target(config: Config, route: RouteConfig) -> str:
     """The replica of the route's heartbeat topic (``<source>.mirrorflow-heartbeats.<route>`` under prefix)."""
-    kind = route.policy if isinstance(route.policy, str) else route.policy.mapping
-    return policy_for(kind, route.separator, config.clusters).format_remote_topic(route.source, heartbeat_topic(route.name))
+    return config.policy(route).format_remote_topic(route.source, heartbeat_topic(route.name))
 
 
 def newest_heartbeat_ms(config: Config, route: RouteConfig, timeout: float = 15.0) -> int | None:

@@ -30,7 +30,6 @@ from replicator.domain.metadata_sync import (
     Step,
     plan_sync,
 )
-from replicator.domain.replication_policy import policy_for
 from replicator.domain.sync_plan import SyncPlan
 from replicator.domain.sync_run import Outcome, SyncChange, SyncRun
 from replicator.errors import MirrorFlowError, UsageError
@@ -70,8 +69,7 @@ def prepare(config: Config, route_name: str, step: str = "full") -> PreparedSync
         raise UsageError(f"unknown sync step {step!r} (expected {', '.join(STEPS)})")
     route, steps = config.route(route_name), STEPS[step]
     started = pendulum.now("UTC")
-    policy = policy_for(route.policy if isinstance(route.policy, str) else route.policy.mapping,
-                        route.separator, config.clusters)
+    policy = config.policy(route)
     source, target = ClusterSide(config, route, "source"), ClusterSide(config, route, "target")
     scope = scope_of(config, route, policy, source.partitions())
     replica_of = {t: scope.target_topic(t) for t in sorted(scope.selected)}

@@ -11,6 +11,7 @@ import json
 import logging
 import threading
 import time
+from collections import defaultdict, deque
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -59,6 +60,7 @@ class RouteWorker:
         self.writers: dict[TP, OffsetSyncWriter] = {}
         self.dirty: set[TP] = set()
         self.backlog: list[Message] = []
+        self.merge_order: dict[tuple[str, int], deque[str]] = defaultdict(deque)  # see Subscription.merged
         self.failure: str | None = None
         self.refused: list[tuple[int | None, KafkaError]] = []
         self._sizes: dict[int, int] = {}  # source offset -> bytes, of records refused as too large
@@ -143,9 +145,10 @@ class RouteWorker:
         if self.dead_letters is not None and self._set_aside(message, topic, headers):
             return True
         kind, timestamp = message.timestamp()
+        target = self.subscription.target_of[topic]
         try:
             self._producer.produce(  # type: ignore[union-attr]
-                self.subscription.target_of[topic], message.value(), message.key(),
+                target, message.value(), message.key(),
                 partition=partition, timestamp=timestamp if kind else 0, headers=headers,
             )
         except BufferError:
@@ -154,6 +157,8 @@ class RouteWorker:
             self._refuse(message, exc.args[0].str())
             return True
         self.ledgers[(topic, partition)].produced(message.offset())
+        if self.subscription.merged and target in self.subscription.merged:
+            self.merge_order[(target, partition)].append(topic)  # deliveries come back in this order
         return True
 
     def _set_aside(self, message: Message, topic: str, headers: Any) -> bool:
@@ -208,7 +213,11 @@ class RouteWorker:
         if topic == self.subscription.sync_topic:
             self._on_sync_delivery(error, message)
             return
-        source_topic = self.subscription.source_of.get(topic)
+        if self.subscription.merged and topic in self.subscription.merged:
+            order = self.merge_order.get((topic, message.partition()))
+            source_topic = order.popleft() if order else None
+        else:
+            source_topic = self.subscription.source_of.get(topic)
         key = (source_topic, message.partition())
         ledger = self.ledgers.get(key)  # type: ignore[arg-type]
         if error is not None:

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, RouteConfig
-from replicator.domain.replication_policy import policy_for
 from replicator.kafka.admin import create_topics
 from replicator.worker import metrics
 from replicator.worker.clients import admin_settings
 from replicator.worker.state_link import StateLink
-from replicator.worker.topics import ensure_target_topics, message_limits, select_topics, source_partitions
+from replicator.worker.topics import (
+    ensure_target_topics,
+    message_limits,
+    select_topics,
+    source_partitions,
+)
 
 if TYPE_CHECKING:
     from replicator.state.store import StateStore
@@ -36,11 +41,13 @@ class Subscription:
     def __init__(self, config: Config, route: RouteConfig, store: StateStore | None = None,
                  refresh_seconds: float = REFRESH_SECONDS) -> None:
         self.config, self.route, self.refresh_seconds = config, route, refresh_seconds
-        kind = route.policy if isinstance(route.policy, str) else route.policy.mapping
-        self.policy = policy_for(kind, route.separator, config.clusters)
+        self.policy = config.policy(route)
         self.sync_topic = sync_topic_name(route)
         self.target_of: dict[str, str] = {}
         self.source_of: dict[str, str] = {}
+        # Targets fed by several sources (a merge mapping): deliveries name only the target,
+        # so the worker remembers, per target partition, which source each record came from.
+        self.merged: frozenset[str] = frozenset()
         self.partitions: dict[str, int] = {}
         self.limit_of: dict[str, int] = {}  # source topic -> its target topic's max.message.bytes
         self.state = StateLink(route, store)
@@ -76,13 +83,17 @@ class Subscription:
         self._note_ids(self.describe_ids(selection.names))
         if dict(selection.partitions) == self.partitions:
             return None
-        wanted = {self.policy.format_remote_topic(self.route.source, t): (t, n)
-                  for t, n in selection.partitions.items()}
+        target_of = {t: self.policy.format_remote_topic(self.route.source, t) for t in selection.partitions}
+        wanted: dict[str, tuple[str, int]] = {}  # target -> its (widest) source: several under a merge mapping
+        for src, count in sorted(selection.partitions.items()):
+            if target_of[src] not in wanted or count > wanted[target_of[src]][1]:
+                wanted[target_of[src]] = (src, count)
         ensure_target_topics(self._source, self._target, wanted)
         limits = message_limits(self._target, sorted(wanted))
-        self.limit_of = {src: limits[target] for target, (src, _) in wanted.items() if target in limits}
-        self.target_of = {src: target for target, (src, _) in wanted.items()}
+        self.limit_of = {src: limits[target] for src, target in target_of.items() if target in limits}
+        self.target_of = target_of
         self.source_of = {target: src for target, (src, _) in wanted.items()}
+        self.merged = frozenset(t for t, n in Counter(target_of.values()).items() if n > 1)
         gone = sorted(set(self.partitions) - set(selection.partitions))
         new = sorted(set(selection.partitions) - set(self.partitions))
         self.partitions = dict(selection.partitions)

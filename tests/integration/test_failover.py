@@ -402,11 +402,14 @@ def test_incremental_failback_brings_back_what_was_written_on_backup_and_the_gro
     over = _failover(pair, "--route", "inc", "--json")
     assert over.returncode == 0, over.stderr
 
-    # The applications run on backup: producers write to the replica, the group reads on (partition 0 into the
-    # new records, partition 1 not even to the end of what came from primary).
+    # The applications run on backup, as the failover said: producers write to a topic of the original name,
+    # the group reads the replica on, then that topic (partition 0: the replica to its end and 3 new records;
+    # partition 1: not even to the end of what came from primary).
     after = by_partition(make_records(partitions, 8, "after-failover"), partitions)
-    produce(pair.b, replica, [r for p in range(partitions) for r in after[p]])
-    on_backup = _read_on(pair.b, "inc-app", replica, {0: len(before[0]) - 5 + 3, 1: 4})
+    create_topics(pair.b, {topic: partitions})
+    produce(pair.b, topic, [r for p in range(partitions) for r in after[p]])
+    on_backup = _read_on(pair.b, "inc-app", replica, {0: len(before[0]) - 5, 1: 4})
+    consume_part(pair.b, "inc-app", topic, {0: 3})
     pair.up()  # primary is back, with records its route never copied (written just before it went down)
     stragglers = by_partition(make_records(partitions, 2, "never-copied"), partitions)
     produce(pair.p, topic, [r for p in range(partitions) for r in stragglers[p]])
@@ -437,7 +440,7 @@ def test_incremental_failback_brings_back_what_was_written_on_backup_and_the_gro
     # The route runs again: the stragglers reach backup, what came from backup does not go back.
     worker = Worker(pair.config, "inc", log_dir=pair.home)
     try:
-        wanted = {p: len(before[p]) + len(after[p]) + len(stragglers[p]) for p in range(partitions)}
+        wanted = {p: len(before[p]) + len(stragglers[p]) for p in range(partitions)}
         wait_until(lambda: end_offsets(pair.b, replica, partitions) == wanted, 60, "the stragglers on backup")
         on_primary = read_source(pair.p, topic, partitions)
         last = {p: max(o for o, rec in on_primary[p] if rec in stragglers[p]) + 1 for p in range(partitions)}
@@ -447,7 +450,8 @@ def test_incremental_failback_brings_back_what_was_written_on_backup_and_the_gro
         assert worker.terminate()[0] == 0
     mirrored = _records(read_source(pair.b, replica, partitions))
     for p in range(partitions):
-        assert mirrored[p] == before[p] + after[p] + stragglers[p], f"replica partition {p}"
+        assert mirrored[p] == before[p] + stragglers[p], f"replica partition {p}"
+    assert _records(read_source(pair.b, topic, partitions)) == after  # as the applications wrote it
 
 
 def test_resync_failback_recreates_primary_from_backup_and_refuses_to_drop_records_unasked(pair: Pair) -> None:

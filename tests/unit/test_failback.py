@@ -132,7 +132,8 @@ def test_status_figures_json_round_trip_and_next_steps() -> None:
         failed, run_id=3))
     point = resume_point("app", "primary.orders", "orders", 0, 3, 5, (), None, _copy([0, 1, 2, 5, 6]), 7)
     done = dataclasses.replace(
-        _done(run), run_id=7, failover_run_id=2, topics=(ReverseTopic("primary.orders", "orders", 1),),
+        _done(run), run_id=7, failover_run_id=2,
+        topics=(ReverseTopic("primary.orders", "orders", 1), ReverseTopic("orders", "orders", 2, copied=False)),
         starts=(("primary.orders", 0, 5),), unreplicated=(Unreplicated("orders", 0, 7, 9),), copied=3,
         not_copied=0, points=(point,), commits=(GroupCommit(point, TargetOutcome.WRITTEN, 1, None, 5),),
         notes=("a note",))
@@ -143,3 +144,27 @@ def test_status_figures_json_round_trip_and_next_steps() -> None:
     assert "It copies the 2 offsets 'primary' held that never reached 'backup'" in text
     dry = FailbackRun.new(FailbackRequest("dr", dry_run=True), "primary", "backup", T0)
     assert dry.status == FailbackStatus.DRY_RUN and "nothing was changed" in next_steps(dry)
+
+
+def test_two_topics_of_the_backup_feeding_one_partition_merge_without_skipping() -> None:
+    from replicator.domain.failback import merge_points
+    from replicator.domain.resume_point import ResumePoint
+
+    starts = {("primary.orders", 0): 50, ("orders", 0): 0}
+
+    def replica(position: int, target: int) -> ResumePoint:
+        return ResumePoint("app", "primary.orders", 0, "orders", target, Basis.EXACT, position)
+
+    def local(position: int, target: int | None) -> ResumePoint:
+        return ResumePoint("app", "orders", 0, "orders", target, Basis.EXACT if target else Basis.UNKNOWN, position)
+
+    # Read the replica to its end and 3 new records: where the new records say.
+    assert merge_points([replica(50, 60), local(3, 65)], starts) == (local(3, 65),)
+    # Read the replica to its end, no new record: right after the route's copies (the stragglers first).
+    assert merge_points([local(0, 62), replica(50, 60)], starts) == (replica(50, 60),)
+    # Not to the replica's end, yet 3 new records read: from the replica's position, up to 3 may repeat.
+    [merged] = merge_points([replica(40, 45), local(3, 65)], starts)
+    assert (merged.target_offset, merged.basis, merged.max_repeats) == (45, Basis.BEHIND, 3)
+    # A position nothing places stays out of it.
+    assert merge_points([replica(40, 45), local(3, None)], starts) == (replica(40, 45),)
+    assert merge_points([local(2, 70)], starts) == (local(2, 70),)
