@@ -113,6 +113,11 @@ class RouteWorker:
             self.meter.publish()
 
     def _resubscribe(self) -> None:
+        held = self.subscription.state.held()  # a failover began: this worker must not copy on
+        if held:
+            log.error("route stops: failed over route=%s", self.route.name)
+            self.failure = held
+            return
         topics = self.subscription.refresh()
         if topics is not None and self._consumer is not None:
             self._consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke,

@@ -40,6 +40,17 @@ class StateLink:
         added = {r.topic for r in rows if r.desired_state == DesiredState.REPLICATE and r.added_by == AddedBy.CLI}
         return added, {r.topic for r in rows if r.desired_state != DesiredState.REPLICATE}
 
+    def held(self) -> str | None:
+        """Why the route must stop now: a failover holds it (None: it may run, or the DB did not answer)."""
+        from replicator.state.failovers import route_hold
+
+        hold = self._run(lambda session: route_hold(session, self.route.name))
+        if hold is None:
+            return None
+        return (f"failover run {hold.run_id} moved the applications to {hold.target!r} while this worker ran: "
+                f"it stopped (copying {self.route.source!r} onto {hold.target!r} now would mix old records into "
+                "what they read)")
+
     def replicating(self, started: list[str], stopped: list[str]) -> None:
         """Record which topics the route now copies, and which it stopped copying."""
         def work(session: Session) -> None:

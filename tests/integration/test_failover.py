@@ -2,8 +2,8 @@
 
 With the source up (CLI): a dry run changes nothing, bad names exit 2, a planned
 failover drains the route (a partition ending with a transaction marker counts as
-drained), refuses to go on while a worker runs, holds the route, and resumes at the
-failed step. With the source lost (``dag.test()`` of ``mirrorflow_failover``): a
+drained), refuses to go on while a worker runs, holds the route (the running worker
+stops by itself), and resumes at the failed step. With the source lost (``dag.test()`` of ``mirrorflow_failover``): a
 caught-up group resumes on backup exactly after its last record, a group
 checkpointed while the route lagged skips nothing and repeats at most what the run
 reported, a group never checkpointed resumes by timestamp, and the route refuses to
@@ -165,10 +165,10 @@ def test_planned_failover_drains_waits_for_the_workers_and_resumes_where_it_stop
         _end_with_a_transaction(pair.p, topic, 1)  # partition 1 ends with a marker: offset lag 1, nothing to copy
         source = read_source(pair.p, topic, partitions)
         commits = consume_part(pair.p, "planned-app", topic, {0: 9, 1: 2 * VISIBLE_PER_BATCH})
-        first = _failover(pair, "--route", "planned", "--drain-timeout", "90", "--stop-timeout", "3")
+        first = _failover(pair, "--route", "planned", "--drain-timeout", "90", "--stop-timeout", "0")
         assert first.returncode == 1, first.stdout + first.stderr
         assert "[2/7] drain: done: drained: nothing left to copy" in first.stdout
-        assert "1 worker(s) still in group 'mirrorflow-planned' on 'primary' after 3 s: stop them" in first.stderr
+        assert "1 worker(s) still in group 'mirrorflow-planned' on 'primary' after 0 s: stop them" in first.stderr
         [(run_id, status, stopped_at)] = pair.rows(
             "select id, status, stopped_at_step from mf_failover_run where route = 'planned'")
         assert (status, stopped_at) == ("failed", "stop-route")
@@ -176,8 +176,12 @@ def test_planned_failover_drains_waits_for_the_workers_and_resumes_where_it_stop
         assert refused.returncode == 2, refused.stderr
         assert f"route planned was failed over to 'backup' by failover run {run_id}" in refused.stderr
         assert "Traceback" not in refused.stderr
+        # The running worker notices the hold at its next look at the state DB (every 5 s) and stops.
+        assert worker.process.wait(30) == 1, worker.output()[-2000:]
+        assert f"failover run {run_id} moved the applications to 'backup' while this worker ran" in worker.output()
     finally:
-        assert worker.terminate()[0] == 0
+        if worker.process.poll() is None:
+            worker.terminate()
     again = _failover(pair, "--route", "planned", "--drain-timeout", "90", "--json")
     assert again.returncode == 0, again.stderr
     assert f"resuming failover run {run_id} of route planned (stopped at stop-route)" in again.stderr
