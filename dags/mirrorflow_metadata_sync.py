@@ -35,10 +35,9 @@ applied, and the run ends failed. The same without Airflow: `mirrorflow sync`.
 def mirrorflow_metadata_sync() -> None:
     @task
     def routes(params: dict[str, object] | None = None) -> list[str]:
-        from replicator.sync.run import route_names
+        from replicator.control.schedule import chosen_routes
 
-        only = (params or {}).get("route")
-        return route_names(None, str(only) if only else None)
+        return chosen_routes(None, (params or {}).get("route"))
 
     @task
     def plan(route: str) -> dict[str, object]:

@@ -40,12 +40,9 @@ def mirrorflow_offset_checkpoints() -> None:
     @task
     def due_routes(params: dict[str, object] | None = None) -> list[str]:
         from replicator.checkpoints.run import checkpoint_due
-        from replicator.sync.run import route_names
+        from replicator.control.schedule import chosen_routes
 
-        only = (params or {}).get("route")
-        if only:
-            return route_names(None, str(only))
-        return [route for route in route_names(None) if checkpoint_due(None, route)]
+        return chosen_routes(None, (params or {}).get("route"), checkpoint_due)
 
     @task
     def checkpoint(route: str, params: dict[str, object] | None = None) -> dict[str, object]:

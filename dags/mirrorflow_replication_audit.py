@@ -48,10 +48,9 @@ def mirrorflow_replication_audit() -> None:
 
     @task
     def routes(params: dict[str, object] | None = None) -> list[str]:
-        from replicator.sync.run import route_names
+        from replicator.control.schedule import chosen_routes
 
-        only = (params or {}).get("route")
-        return route_names(None, str(only) if only else None)
+        return chosen_routes(None, (params or {}).get("route"))
 
     @task
     def prepare(route: str, dag_run=None, data_interval_start=None,  # type: ignore[no-untyped-def]

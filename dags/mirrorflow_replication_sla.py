@@ -37,10 +37,9 @@ task and is sent again by the next run. Trigger with `route` to check one route 
 def mirrorflow_replication_sla() -> None:
     @task
     def routes(params: dict[str, object] | None = None) -> list[str]:
-        from replicator.sync.run import route_names
+        from replicator.control.schedule import chosen_routes
 
-        only = (params or {}).get("route")
-        return route_names(None, str(only) if only else None)
+        return chosen_routes(None, (params or {}).get("route"))
 
     @task
     def check(route: str) -> dict[str, object]:

@@ -33,12 +33,10 @@ Trigger by hand with `route` to run one route now, whatever its interval.
 def mirrorflow_topic_discovery() -> None:
     @task
     def due_routes(params: dict[str, object] | None = None) -> list[str]:
-        from replicator.sync.run import discovery_due, route_names
+        from replicator.control.schedule import chosen_routes
+        from replicator.sync.run import discovery_due
 
-        only = (params or {}).get("route")
-        if only:
-            return route_names(None, str(only))
-        return [route for route in route_names(None) if discovery_due(None, route)]
+        return chosen_routes(None, (params or {}).get("route"), discovery_due)
 
     @task
     def discover(route: str) -> dict[str, object]:

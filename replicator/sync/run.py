@@ -164,9 +164,3 @@ def plan_report(config: ConfigRef, route: str, step: str = "full") -> dict[str, 
     log.info("sync plan route=%s step=%s actions=%d\n%s", route, step, len(prepared.plan.actions), text)
     return {"route": route, "step": step, "actions": len(prepared.plan.actions),
             "unreadable": len(prepared.read_failures), "plan": text}
-
-
-def route_names(config: ConfigRef, only: str | None = None) -> list[str]:
-    """The routes of the config (or just ``only``, checked to exist): what a DAG run covers."""
-    loaded = as_config(config)
-    return [loaded.route(only).name] if only else [r.name for r in loaded.routes]
