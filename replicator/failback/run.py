@@ -111,6 +111,7 @@ def start(config: Config, request: FailbackRequest, say: Say = log.info) -> Fail
         raise UsageError(f"route {route.name}: failback run {unfinished.run_id} is unfinished (stopped at "
                          f"{unfinished.stopped_at}) with mode {unfinished.request.mode.value}: run it again with "
                          "that mode to finish it")
+    _check_groups(config, route.target, request)
     if unfinished is None and hold is None:
         raise UsageError(f"route {route.name} is not failed over (no failover run holds it): there is nothing to "
                          f"fail back; `mirrorflow failover --route {route.name}` moves it first")
@@ -121,6 +122,22 @@ def start(config: Config, request: FailbackRequest, say: Say = log.info) -> Fail
     say(f"failback run {run.run_id} of route {route.name}: {route.target} -> {route.source}, mode "
         f"{request.mode.value}")
     return run
+
+
+def _check_groups(config: Config, backup: str, request: FailbackRequest) -> None:
+    """UsageError naming a group asked for that the backup does not know (before anything changes)."""
+    if not request.groups:
+        return
+    from confluent_kafka.admin import AdminClient
+
+    from replicator.checkpoints.groups import list_groups
+    from replicator.worker.clients import admin_settings
+
+    admin = AdminClient(admin_settings(config.cluster(backup).client_properties()))
+    missing = sorted(set(request.groups) - set(list_groups(admin, f"route {request.route}: {backup!r}")))
+    if missing:
+        raise UsageError(f"route {request.route}: no consumer group {', '.join(map(repr, missing))} on {backup!r}: "
+                         "nothing to move back")
 
 
 def run_step(config: Config, run: FailbackRun, step: FailbackStep, say: Say = log.info) -> FailbackRun:
