@@ -418,6 +418,8 @@ def test_incremental_failback_brings_back_what_was_written_on_backup_and_the_gro
     stragglers = by_partition(make_records(partitions, 2, "never-copied"), partitions)
     produce(pair.p, topic, [r for p in range(partitions) for r in stragglers[p]])
 
+    unknown = _failback(pair, "--route", "inc", "--group", "nobody-here")
+    assert unknown.returncode == 2 and "no consumer group 'nobody-here' on 'backup'" in unknown.stderr
     dry = _failback_dag(route="inc", dry_run=True)
     assert dry["status"] == "dry-run" and pair.rows("select count(*) from mf_failback_run") == [(0,)]
     run = _failback_dag(route="inc")
