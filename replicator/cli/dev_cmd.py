@@ -146,6 +146,11 @@ def _print_airflow(airflow: LocalAirflow, login: AdminLogin, report: DagReport) 
 def up_cmd(args: argparse.Namespace) -> int:
     """Start both clusters (and Airflow with --airflow) and print where they are."""
     ports = dev_ports()
+    if args.clean:
+        from replicator.demo_worker import stop_worker
+
+        if stop_worker(args.home):  # it would copy into clusters whose data is about to go
+            say("stopped the demo's replication worker")
     if not args.airflow:
         if args.clean:
             _remove_airflow(_local_airflow(args.home))
