@@ -60,6 +60,7 @@ class RouteWorker:
         self.writers: dict[TP, OffsetSyncWriter] = {}
         self.dirty: set[TP] = set()
         self.backlog: list[Message] = []
+        self.merged: frozenset[str] = frozenset()  # the subscription's, kept here for the hot path
         self.merge_order: dict[tuple[str, int], deque[str]] = defaultdict(deque)  # see Subscription.merged
         self.failure: str | None = None
         self.refused: list[tuple[int | None, KafkaError]] = []
@@ -119,6 +120,7 @@ class RouteWorker:
             self.failure = held
             return
         topics = self.subscription.refresh()
+        self.merged = self.subscription.merged
         if topics is not None and self._consumer is not None:
             self._consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke,
                                      on_lost=self._on_lost) if topics else self._consumer.unsubscribe()
@@ -162,7 +164,7 @@ class RouteWorker:
             self._refuse(message, exc.args[0].str())
             return True
         self.ledgers[(topic, partition)].produced(message.offset())
-        if self.subscription.merged and target in self.subscription.merged:
+        if self.merged and target in self.merged:
             self.merge_order[(target, partition)].append(topic)  # deliveries come back in this order
         return True
 
@@ -218,7 +220,7 @@ class RouteWorker:
         if topic == self.subscription.sync_topic:
             self._on_sync_delivery(error, message)
             return
-        if self.subscription.merged and topic in self.subscription.merged:
+        if self.merged and topic in self.merged:
             order = self.merge_order.get((topic, message.partition()))
             source_topic = order.popleft() if order else None
         else:
