@@ -52,7 +52,9 @@ ROUTES = {  # route -> (topic, partitions, groups the route checkpoints)
     "stamp": ("f-stamp", 1, ["nobody"]),  # its group is never checkpointed
     "inc": ("f-inc", 2, ["inc-app"]),  # failed over with primary down, then failed back (incremental)
     "res": ("f-res", 2, ["res-app"]),  # failed over planned, then failed back (resync)
+    "ident": ("f-ident", 2, ["ident-app"]),  # policy identity: failed over planned, failed back (incremental)
 }
+POLICIES = {"ident": "identity"}
 
 
 @dataclass
@@ -86,7 +88,8 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     primary, backup = start_pair(home, {"fprimary": free_port(), "fbackup": free_port()}, heap="384m")
     try:
         routes = [{"name": name, "source": "primary", "target": "backup", "topics": [topic],
-                   "checkpoints": {"groups": groups}} for name, (topic, _, groups) in ROUTES.items()]
+                   "policy": POLICIES.get(name, "prefix"), "checkpoints": {"groups": groups}}
+                  for name, (topic, _, groups) in ROUTES.items()]
         config = write_config(home / "m.yaml", primary.spec.bootstrap_servers, backup.spec.bootstrap_servers, routes)
         create_topics(primary.spec.bootstrap_servers, {topic: n for topic, n, _ in ROUTES.values()})
         yield Pair(primary, backup, config, home)
@@ -505,3 +508,34 @@ def test_resync_failback_recreates_primary_from_backup_and_refuses_to_drop_recor
         assert worker.terminate()[0] == 0
     again = _records(read_source(pair.b, replica, partitions))
     assert again == {0: copy[0], 1: [*copy[1], Rec(1, b"home", b"again", (), BASE_TS)]}
+
+
+def test_incremental_failback_of_an_identity_route_skips_what_came_from_primary_by_its_origin(pair: Pair) -> None:
+    from tests.records import by_partition, make_records
+
+    topic, partitions, _ = ROUTES["ident"]  # the same name on both clusters
+    pair.up()
+    write_batch(pair.p, topic, partitions, "one")
+    before = _records(read_source(pair.p, topic, partitions))
+    consume_part(pair.p, "ident-app", topic, {0: 4, 1: 6})
+    _copy(pair, "ident", read_source(pair.p, topic, partitions))
+    assert checkpoint_json(pair.config, "--route", "ident")["status"] == "ok"
+    over = _failover(pair, "--route", "ident", "--drain-timeout", "10")
+    assert over.returncode == 0, over.stderr
+
+    after = by_partition(make_records(partitions, 5, "ident-after"), partitions)
+    produce(pair.b, topic, [r for p in range(partitions) for r in after[p]])  # the applications, same topic
+    _read_on(pair.b, "ident-app", topic, {0: len(before[0]) - 4 + 2, 1: 3})
+    stragglers = by_partition(make_records(partitions, 1, "ident-late"), partitions)
+    produce(pair.p, topic, [r for p in range(partitions) for r in stragglers[p]])
+
+    done = _failback(pair, "--route", "ident", "--json")
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)
+    assert run["copied"] == sum(map(len, after.values())) and run["unreplicated_records"] == partitions
+    now = _records(read_source(pair.p, topic, partitions))
+    for p in range(partitions):  # no record of primary came back twice, though its copies sit on backup too
+        assert now[p] == before[p] + stragglers[p] + [_stamped(r) for r in after[p]], f"partition {p}"
+    resumed = resume_on_target(pair.p, "ident-app", topic, partitions)
+    assert resumed[0] == [_stamped(r) for r in after[0][2:]]
+    assert resumed[1] == before[1][6 + 3:] + stragglers[1] + [_stamped(r) for r in after[1]]
