@@ -122,17 +122,18 @@ def left_to_copy(properties: Mapping[str, str], positions: Mapping[Partition, tu
     try:
         while open_ and time.monotonic() < deadline:
             for message in consumer.consume(500, 0.2):
-                key = (message.topic(), message.partition())
+                key = (str(message.topic()), int(message.partition() or 0))
                 if key not in open_:
                     continue
-                if message.error() is not None:
-                    if message.error().code() == KafkaError._PARTITION_EOF:  # read to the end
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:  # read to the end
                         del open_[key]
                     continue
                 if (message.offset() or 0) >= open_[key][1]:
                     del open_[key]
                     continue
-                if skip_from is None or not should_skip(message.headers(), skip_from):
+                if skip_from is None or not should_skip(message.headers(), skip_from):  # type: ignore[arg-type]
                     left[key] = left.get(key, 0) + 1
         for key, (start, end) in open_.items():  # not read in time: count it all
             left[key] = left.get(key, 0) + end - start
