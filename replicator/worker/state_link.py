@@ -6,7 +6,8 @@ A state DB hiccup never stops replication: every call logs and carries on.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from replicator.state.store import StateStore
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class StateLink:
@@ -73,7 +75,7 @@ class StateLink:
         """Store an exact lost range."""
         self._run(lambda session: repository.record_data_loss(session, self.route.name, topic, partition, lost))
 
-    def _run(self, work):  # type: ignore[no-untyped-def]
+    def _run(self, work: Callable[[Session], T]) -> T | None:
         if self._store is None:
             return None
         try:
