@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # spark-submit spark_jobs/audit.py: the spark_jobs package sits one up
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -45,7 +45,8 @@ from replicator.domain.audit import (
     settle_by_totals,
 )
 from replicator.domain.audit_report import AuditReport, AuditWindow, worst
-from replicator.errors import ClusterError, MirrorFlowError, UsageError
+from replicator.errors import ClusterError
+from spark_jobs import runner
 from spark_jobs.audit_frames import (
     COMMITTED_SCHEMA,
     KEYS_SCHEMA,
@@ -83,13 +84,8 @@ def _materialised(frame: DataFrame, what: str) -> DataFrame:
         kept.count()  # read now, once: later steps use these rows, not a second read
     except (Py4JError, PySparkException) as exc:  # one line naming what was read, not a JVM stack
         kept.unpersist()
-        raise ClusterError(f"reading {what} failed: {_first_line(exc)}") from None
+        raise ClusterError(f"reading {what} failed: {runner.first_line(exc)}") from None
     return kept
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def audit_topic(spark: SparkSession, topic: TopicSpec, window: AuditWindow, source_options: Mapping[str, str],
@@ -166,42 +162,18 @@ def audit(spark: SparkSession, spec: AuditSpec, properties: tuple[Mapping[str, s
 
 def build_parser() -> argparse.ArgumentParser:
     """Arguments of the job."""
-    parser = argparse.ArgumentParser(prog="spark_jobs.audit", description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--spec", required=True, help="the audit spec (JSON, from prepare_audit_spec)")
-    parser.add_argument("--output", required=True, help="where to write the result (JSON)")
-    parser.add_argument("--master", default=None,
-                        help="Spark master (default: spark-submit's; in process $MIRRORFLOW_SPARK_MASTER or local[2])")
-    return parser
+    return runner.build_parser("audit", __doc__, "the audit spec (JSON, from prepare_audit_spec)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the job from a spec file; the only function that builds a SparkSession. 0 once the result is written."""
-    from replicator.config import load_config
-    from spark_jobs.session import build_session
+    """Run the job from a spec file (``spark_jobs.runner``). 0 once the result is written."""
+    return runner.run_job("audit", build_parser().parse_args(argv), AuditSpec.read, _run)
 
-    args = build_parser().parse_args(argv)
-    try:
-        spec = AuditSpec.read(args.spec)
-        if spec.config_path is None:
-            raise UsageError(f"audit spec {args.spec}: no config_path to read the clusters' properties from")
-        config = load_config(spec.config_path, os.environ)
-        properties = (config.cluster(spec.source_cluster).client_properties(),
-                      config.cluster(spec.target_cluster).client_properties())
-        spark = build_session("mirrorflow-audit", args.master)
-        spark.sparkContext.setLogLevel("WARN")  # not the Kafka clients' INFO lines
-        try:
-            report = audit(spark, spec, properties, progress=print)
-        finally:
-            spark.stop()
-        Path(args.output).write_text(json.dumps(report.to_dict()), encoding="utf-8")
-    except MirrorFlowError as exc:
-        sys.stderr.write(f"spark_jobs.audit: error: {exc}\n")
-        return exc.exit_code
-    except (Py4JError, PySparkException) as exc:
-        sys.stderr.write(f"spark_jobs.audit: error: the Spark job failed: {_first_line(exc)}\n")
-        return 1
-    print(f"audit {spec.route} {report.status.value}: result in {args.output}")
-    return 0
+
+def _run(spark: SparkSession, spec: AuditSpec,
+         properties: tuple[Mapping[str, str], Mapping[str, str]]) -> tuple[dict[str, Any], str]:
+    report = audit(spark, spec, properties, progress=print)
+    return report.to_dict(), f"audit {spec.route} {report.status.value}"
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -31,12 +30,10 @@ from typing import Any
 if __package__ in (None, ""):  # spark-submit spark_jobs/backfill.py: the spark_jobs package sits one up
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from py4j.protocol import Py4JError  # type: ignore[import-untyped]
-from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
 from replicator.backfill.spec import BackfillSpec
-from replicator.errors import MirrorFlowError, UsageError
+from spark_jobs import runner
 from spark_jobs.audit_frames import CopyRules, as_copied
 from spark_jobs.backfill_check import check
 from spark_jobs.kafka_options import spark_kafka_options
@@ -147,43 +144,18 @@ def _with_progress(tasks: Any, written: Any, total: int, say: Callable[[str], No
 
 def build_parser() -> argparse.ArgumentParser:
     """Arguments of the job."""
-    parser = argparse.ArgumentParser(prog="spark_jobs.backfill", description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--spec", required=True, help="the backfill spec (JSON, from prepare_backfill_spec)")
-    parser.add_argument("--output", required=True, help="where to write the result (JSON)")
-    parser.add_argument("--master", default=None,
-                        help="Spark master (default: spark-submit's; in process $MIRRORFLOW_SPARK_MASTER or local[2])")
-    return parser
+    return runner.build_parser("backfill", __doc__, "the backfill spec (JSON, from prepare_backfill_spec)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the job from a spec file; the only function that builds a SparkSession. 0 once the result is written."""
-    from replicator.config import load_config
-    from spark_jobs.session import build_session
+    """Run the job from a spec file (``spark_jobs.runner``). 0 once the result is written."""
+    return runner.run_job("backfill", build_parser().parse_args(argv), BackfillSpec.read, _run)
 
-    args = build_parser().parse_args(argv)
-    try:
-        spec = BackfillSpec.read(args.spec)
-        if spec.config_path is None:
-            raise UsageError(f"backfill spec {args.spec}: no config_path to read the clusters' properties from")
-        config = load_config(spec.config_path, os.environ)
-        properties = (config.cluster(spec.source_cluster).client_properties(),
-                      config.cluster(spec.target_cluster).client_properties())
-        spark = build_session("mirrorflow-backfill", args.master)
-        spark.sparkContext.setLogLevel("WARN")
-        try:
-            result = backfill(spark, spec, properties, progress=lambda line: print(line, flush=True))
-        finally:
-            spark.stop()
-        Path(args.output).write_text(json.dumps(result), encoding="utf-8")
-    except MirrorFlowError as exc:
-        sys.stderr.write(f"spark_jobs.backfill: error: {exc}\n")
-        return exc.exit_code
-    except (Py4JError, PySparkException) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        sys.stderr.write(f"spark_jobs.backfill: error: the Spark job failed: {first}\n")
-        return 1
-    print(f"backfill {spec.route} {spec.topic}: result in {args.output}")
-    return 0
+
+def _run(spark: SparkSession, spec: BackfillSpec,
+         properties: tuple[Mapping[str, str], Mapping[str, str]]) -> tuple[dict[str, Any], str]:
+    result = backfill(spark, spec, properties, progress=lambda line: print(line, flush=True))
+    return result, f"backfill {spec.route} {spec.topic}"
 
 
 if __name__ == "__main__":
