@@ -18,8 +18,13 @@ when records are missing.
 The range ends where the route's own copies begin (its first offset sync, else its
 committed offset): a time range is cut there, offsets reaching past it are refused
 unless `overlap_ok` (those records would be on the replica twice). The copies land
-on the replica **after** the route's records. Running the same backfill twice copies
-it twice.
+on the replica **after** the route's records.
+
+Each run is recorded in the state DB (`mf_backfill_run`, shown on the Replication
+page) before the copy. A range whose offsets a *done* or *running* backfill of the
+topic already copied fails the run at `prepare`, naming that backfill, unless
+`overlap_ok`; a *failed* one does not block (running it again may repeat what it had
+written). The last task runs even when the job failed, to mark the run failed.
 
 Spark: the `spark_default` connection, or `local[2]` when it does not exist (see the
 audit DAG). Without Airflow: `mirrorflow backfill --route R --topic T --from T1 --to T2`.
@@ -58,7 +63,7 @@ def mirrorflow_backfill_topic() -> None:
     def job_args(prepared: dict[str, object]) -> list[str]:
         return list(prepared["args"])  # type: ignore[call-overload]
 
-    @task(retries=0)
+    @task(retries=0, trigger_rule="all_done_min_one_success")  # after a failed job too: mark the run failed
     def check(prepared: dict[str, object]) -> dict[str, object]:
         from replicator.backfill.steps import judge_job
 

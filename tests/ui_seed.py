@@ -1,5 +1,5 @@
 """State-DB rows for the Replication page's tests, written by the repository functions that
-the audit, SLA, checkpoint and failover runs themselves call (no Kafka, Spark or Airflow)."""
+the audit, SLA, checkpoint, failover, failback and backfill runs themselves call (no Kafka, Spark or Airflow)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import datetime as dt
 
 from replicator.domain.audit import BucketKey, BucketResult
 from replicator.domain.audit_report import AuditReport, AuditWindow
+from replicator.domain.backfill_run import BackfillMode, BackfillRun, BackfillStatus, PartitionRange
 from replicator.domain.checkpoint import Checkpoint, CheckpointStatus
 from replicator.domain.failback import (
     FailbackMode,
@@ -21,6 +22,7 @@ from replicator.domain.failover_run import FailoverRun
 from replicator.domain.offset_ranges import to_ranges
 from replicator.domain.sla import Check, CheckState, EventKind, SlaEvent, State
 from replicator.state.audits import record_audit
+from replicator.state.backfills import save_run as save_backfill
 from replicator.state.checkpoints import save_checkpoints
 from replicator.state.failbacks import save_run as save_failback
 from replicator.state.failovers import save_run
@@ -29,6 +31,7 @@ from replicator.state.store import StateStore
 
 ROUTE = "primary-to-backup"
 TOPIC, REPLICA, OTHER = "orders", "primary.orders", "payments.eu"
+BACKFILL_KEY = "mirrorflow_backfill_topic/manual__1"
 LAG_DETAIL = "lag 1234 records (limit 1000, largest orders[1]: 1200)"
 
 
@@ -54,7 +57,8 @@ def audit_report(now: dt.datetime, run_key: str = "audit-ui-1") -> AuditReport:
 
 
 def seed(state_url: str, now: dt.datetime) -> None:
-    """One audit with findings, an SLA lag breach, two checkpoints, a failover and a failback run of ROUTE."""
+    """One audit with findings, an SLA lag breach, two checkpoints, a failover, a failback and a backfill
+    run of ROUTE."""
     ms = int(now.timestamp() * 1000)
     checkpoints = [Checkpoint("billing", TOPIC, 0, 120, REPLICA, 118, CheckpointStatus.EXACT),
                    Checkpoint("billing", TOPIC, 1, 80, REPLICA, 77, CheckpointStatus.BEHIND, 3)]
@@ -72,6 +76,10 @@ def seed(state_url: str, now: dt.datetime) -> None:
         back = back.with_step(FailbackStepRecord(back_step, StepStatus.DONE, None, None, back.triggered_at,
                                                  back.triggered_at))
     back = dataclasses.replace(back, copied=4321, not_copied=0, finished_at=now - dt.timedelta(minutes=8))
+    backfill = BackfillRun(BACKFILL_KEY, ROUTE, TOPIC, REPLICA, BackfillMode.TIME,
+                           (PartitionRange(0, 0, 40, True), PartitionRange(1, 0, 0, True)),
+                           now - dt.timedelta(minutes=50), BackfillStatus.DONE, written=40,
+                           finished_at=now - dt.timedelta(minutes=49))
     store = StateStore(state_url)
     try:
         store.run(lambda s: record_audit(s, audit_report(now)))
@@ -79,5 +87,6 @@ def seed(state_url: str, now: dt.datetime) -> None:
         store.run(lambda s: save_checkpoints(s, ROUTE, checkpoints, now - dt.timedelta(minutes=2)))
         store.run(lambda s: save_run(s, run))
         store.run(lambda s: save_failback(s, back))
+        store.run(lambda s: save_backfill(s, backfill))
     finally:
         store.close()

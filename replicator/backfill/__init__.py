@@ -3,8 +3,9 @@
 :func:`run_backfill` does it in one process (``mirrorflow backfill``). The DAG splits
 it around ``SparkSubmitOperator``: :func:`prepare_backfill_spec` writes the job's
 spec, ``spark_jobs/backfill.py --spec ... --output ...`` copies and checks the copy by
-offsets, :func:`backfill_result` judges it. The range never reaches into what the route copies itself
-unless the caller says so (``overlap_ok``).
+offsets, :func:`backfill_result` judges it. The range never reaches into what the route copies itself,
+nor into what a done or running backfill copied (runs are recorded in ``mf_backfill_run``), unless the
+caller says so (``overlap_ok``).
 """
 
 from __future__ import annotations

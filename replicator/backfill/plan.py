@@ -4,7 +4,8 @@ A backfill must not double what the route copies itself. The route's first copie
 offset of a partition (``route_start``: its first offset sync, else its committed
 offset) bounds the range: a range asked by time ends there (``clamped``); a range
 asked by offsets that reaches past it is refused -- unless ``overlap_ok``, the user's
-explicit word that those records may be on the target twice.
+explicit word that those records may be on the target twice. What earlier backfills
+copied is checked against the state DB's runs (``replicator.domain.backfill_run``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from replicator.domain.backfill_run import PartitionRange
 from replicator.errors import UsageError
+
+__all__ = ["Bounds", "PartitionRange", "parse_offset_ranges", "plan_ranges"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,21 +26,6 @@ class Bounds:
     low: int  # first offset still on the source
     high: int  # end offset (next to be written)
     route_start: int | None  # first offset the route copied (None: it copied nothing)
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionRange:
-    """Source offsets ``[start, end)`` of ``partition`` to copy; ``clamped``: cut at the route's start."""
-
-    partition: int
-    start: int
-    end: int
-    clamped: bool = False
-
-    @property
-    def count(self) -> int:
-        """Offsets in the range (records, less any compacted away or transaction markers)."""
-        return max(0, self.end - self.start)
 
 
 def plan_ranges(topic: str, requested: Mapping[int, tuple[int, int | None]], bounds: Mapping[int, Bounds],

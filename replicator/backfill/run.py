@@ -5,6 +5,11 @@ source record of the ranges must be on the replica between the target offsets th
 copy landed at (:class:`BackfillIncomplete` otherwise). The copied records land on the
 replica after what the route already wrote: a partition of the replica holds the
 route's records first, then the backfilled older ones.
+
+Each run is recorded in the state DB (``mf_backfill_run``) once planned, before
+Spark copies, and refused (UsageError, nothing copied) when a done or running run
+of the topic copied any of its offsets, unless ``overlap_ok``; it is marked done or
+failed, with the records written, once the result is known (:mod:`replicator.backfill.runs`).
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from replicator.audit.window import TimeInput, parse_time
 from replicator.backfill.prepare import Requested, prepare_backfill
+from replicator.backfill.runs import begin_run, finish_quietly, finish_run
 from replicator.backfill.spec import BackfillSpec, read_result
 from replicator.config import Config, load_config
+from replicator.domain.backfill_run import BackfillMode
 from replicator.errors import MirrorFlowError, UsageError
 
 if TYPE_CHECKING:
@@ -78,24 +85,45 @@ def judge(result: Mapping[str, Any]) -> dict[str, Any]:
     return dict(result)
 
 
+def record_result(config: Config, result: Mapping[str, Any]) -> dict[str, Any]:
+    """Judge the job's result and mark its run done, or failed (then raise as :func:`judge` does)."""
+    try:
+        judged = judge(result)
+    except MirrorFlowError as exc:
+        finish_run(config, str(result.get("run_key")), result, str(exc))
+        raise
+    finish_run(config, judged["run_key"], judged)
+    return judged
+
+
+def _mode(offsets: Requested | None) -> BackfillMode:
+    return BackfillMode.TIME if offsets is None else BackfillMode.OFFSETS
+
+
 def run_backfill(config: ConfigInput, route: str, topic: str, start: TimeInput | None = None,
                  end: TimeInput | None = None, *, offsets: Requested | None = None, overlap_ok: bool = False,
                  run_key: str | None = None, spark: SparkSession | None = None,
                  master: str | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Copy the range with an in-process Spark job and check it; the result (BackfillIncomplete on loss)."""
+    """Record the run, copy the range with an in-process Spark job and check it; the result
+    (UsageError before any copy when an earlier run copied the range; BackfillIncomplete on loss)."""
     cfg, _ = _config(config)
     spec = backfill_spec(config, route, topic, start, end, offsets=offsets, overlap_ok=overlap_ok, run_key=run_key)
+    begin_run(cfg, spec, _mode(offsets), overlap_ok)
     say = progress or (lambda line: log.info("%s", line))
     log.info("backfill route=%s topic=%s target=%s records=%d run_key=%s", route, topic, spec.target_topic,
              spec.total, spec.run_key)
-    session, owned = _session(spark, master)
     try:
-        result = _copy(session, spec, cfg, say)
-    finally:
-        if owned:
-            session.stop()
-    return judge({**result, "ranges": [{"partition": r.partition, "start": r.start, "end": r.end,
-                                        "clamped": r.clamped} for r in spec.ranges]})
+        session, owned = _session(spark, master)
+        try:
+            result = _copy(session, spec, cfg, say)
+        finally:
+            if owned:
+                session.stop()
+    except BaseException as exc:  # interrupted too: the run did not finish, and what it wrote is unknown
+        finish_quietly(cfg, spec.run_key, None, str(exc) or type(exc).__name__)
+        raise
+    return record_result(cfg, {**result, "ranges": [{"partition": r.partition, "start": r.start, "end": r.end,
+                                                     "clamped": r.clamped} for r in spec.ranges]})
 
 
 def _session(spark: SparkSession | None, master: str | None) -> tuple[SparkSession, bool]:
@@ -133,12 +161,25 @@ def prepare_backfill_spec(config: str | os.PathLike[str], route: str, topic: str
                           start: TimeInput | None = None, end: TimeInput | None = None, *,
                           offsets: Requested | None = None, overlap_ok: bool = False,
                           run_key: str | None = None) -> BackfillSpec:
-    """Write the spec file for ``spark_jobs/backfill.py --spec`` (the DAG's first step)."""
+    """Plan, record the run (refused as in :func:`run_backfill`) and write the spec file for
+    ``spark_jobs/backfill.py --spec`` (the DAG's first step)."""
     spec = backfill_spec(config, route, topic, start, end, offsets=offsets, overlap_ok=overlap_ok, run_key=run_key)
+    begin_run(_config(config)[0], spec, _mode(offsets), overlap_ok)
     spec.write(spec_path)
     return spec
 
 
-def backfill_result(result_path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The result file the job wrote, judged (BackfillIncomplete on loss; UsageError naming a bad file)."""
-    return judge(read_result(result_path))
+def backfill_result(config: ConfigInput, result_path: str | os.PathLike[str], run_key: str) -> dict[str, Any]:
+    """The result file the job wrote, judged; the run ``run_key`` marked done or failed (BackfillJobError
+    when the job wrote no result, BackfillIncomplete on loss, UsageError naming a bad file)."""
+    cfg, _ = _config(config)
+    if not Path(result_path).exists():
+        error = f"the backfill's Spark job wrote no result ({result_path}): it failed or never ran"
+        finish_quietly(cfg, run_key, None, error)
+        raise BackfillJobError(f"backfill run {run_key}: {error}")
+    try:
+        result = read_result(result_path)
+    except UsageError as exc:
+        finish_quietly(cfg, run_key, None, str(exc))
+        raise
+    return record_result(cfg, result)

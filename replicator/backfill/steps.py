@@ -1,4 +1,5 @@
-"""The backfill DAG's two library steps around its ``spark-submit``: write the spec, judge the result.
+"""The backfill DAG's two library steps around its ``spark-submit``: plan, record the run and write the
+spec; judge the result and mark the run done or failed (also when the job failed and wrote none).
 
 Files go to the run's folder (``replicator.audit.scheduled.run_folder``: ``$MIRRORFLOW_WORK_DIR``
 or ``runs/`` next to the config), one per run key, so a retried task rewrites them.
@@ -33,9 +34,11 @@ def prepare_job(params: Mapping[str, Any], run_key: str, config: str | None = No
     result = folder / "result.json"
     result.unlink(missing_ok=True)  # a stale result of an earlier try must not be judged
     return {"route": spec.route, "topic": spec.topic, "total": spec.total, "result": str(result),
+            "run_key": spec.run_key, "config": config_path,
             "args": ["--spec", str(folder / "spec.json"), "--output", str(result)]}
 
 
 def judge_job(prepared: Mapping[str, Any]) -> dict[str, Any]:
-    """The job's result; BackfillIncomplete when records are missing on the replica after the copy."""
-    return backfill_result(prepared["result"])
+    """The job's result, its run marked done; BackfillIncomplete when records are missing on the replica
+    after the copy, BackfillJobError when the job wrote no result (the run is marked failed)."""
+    return backfill_result(prepared["config"], prepared["result"], prepared["run_key"])

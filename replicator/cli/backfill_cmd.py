@@ -7,9 +7,9 @@ import os
 import sys
 from typing import Any
 
+from replicator.backfill.plan import parse_offset_ranges
 from replicator.cli.common import add_config_arg, config_of
 from replicator.cli.output import as_json, say, table
-from replicator.backfill.plan import parse_offset_ranges
 from replicator.errors import UsageError
 
 SPARK_MASTER_ENV = "MIRRORFLOW_SPARK_MASTER"
@@ -25,8 +25,11 @@ def register(commands: Any) -> None:
         "timestamp, then check by offsets that each one arrived. The range ends where the route's own copies "
         "begin (its first offset sync, else its committed offset): a time range is cut there; offsets that "
         "reach past it are refused unless --overlap-ok. The copies land after the route's records on the "
-        "replica. Exit 0 when every record arrived, 1 when some are missing or a cluster or the job failed, "
-        "2 for bad input (a refused range included).",
+        "replica. Each run is recorded in the state DB (mf_backfill_run) before the copy; a range whose "
+        "offsets a done or running backfill of the topic copied is refused, naming it, unless --overlap-ok "
+        "(a failed one does not block: running it again may repeat what it had written). Exit 0 when every "
+        "record arrived, 1 when some are missing or a cluster or the job failed, 2 for bad input (a refused "
+        "range included).",
     )
     add_config_arg(backfill)
     backfill.add_argument("--route", required=True, metavar="NAME", help="the route whose topic to backfill")
@@ -39,7 +42,8 @@ def register(commands: Any) -> None:
     backfill.add_argument("--to-offset", metavar="P=N[,P=N...]",
                           help="range end by offsets, excluded (default per partition: where the route began)")
     backfill.add_argument("--overlap-ok", action="store_true",
-                          help="copy records the route copied too (they will be on the replica twice)")
+                          help="copy records the route or an earlier backfill copied too (they will be on the "
+                          "replica twice)")
     backfill.add_argument("--master", default=os.environ.get(SPARK_MASTER_ENV),
                           help=f"Spark master (env {SPARK_MASTER_ENV}; default: local[2])")
     backfill.add_argument("--json", action="store_true", help="print the result as JSON (progress goes to stderr)")
@@ -91,5 +95,5 @@ def render(result: dict[str, Any]) -> str:
                    rows)]
     lines.append(f"backfill {result['topic']} -> {result['target_topic']}: {sum(result['written'].values())}"
                  f" records written, {result['check']['missing']} missing, {result['check']['duplicates']}"
-                 f" duplicated (Spark UI was {result['ui_url']})")
+                 f" duplicated (run {result['run_key']}, Spark UI was {result['ui_url']})")
     return "\n".join(lines)

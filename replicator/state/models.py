@@ -353,3 +353,25 @@ class FailbackRunRow(Base):
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     error: Mapped[str | None] = mapped_column(Text)
     run_json: Mapped[str] = mapped_column(Text)
+
+
+class BackfillRunRow(Base):
+    """One backfill of a route's topic: its planned source ranges, status and figures (``run_key``: upsert key)."""
+
+    __tablename__ = "mf_backfill_run"
+    __table_args__ = (Index("ix_mf_backfill_run_route_topic", "route", "topic"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_key: Mapped[str] = mapped_column(String(200), unique=True)
+    route: Mapped[str] = mapped_column(String(200))
+    topic: Mapped[str] = mapped_column(String(249))
+    target_topic: Mapped[str] = mapped_column(String(249))
+    mode: Mapped[str] = mapped_column(String(20))  # time | offsets
+    ranges: Mapped[str] = mapped_column(Text)  # JSON [{partition, start, end, clamped}, ...]: source offsets
+    status: Mapped[str] = mapped_column(String(20))  # running | done | failed
+    records_written: Mapped[int | None] = mapped_column(BigInteger)  # null: not known
+    records_total: Mapped[int] = mapped_column(BigInteger)
+    overlap_ok: Mapped[bool] = mapped_column()
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    error: Mapped[str | None] = mapped_column(Text)

@@ -7,6 +7,7 @@ database, Airflow or HTML, so each rule is a table-driven unit test.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,6 +64,7 @@ class ReplicationPage:
     findings: tuple[Row, ...] = ()
     failovers: tuple[Row, ...] = ()
     failbacks: tuple[Row, ...] | None = None  # None: no failback table in this state DB
+    backfills: tuple[Row, ...] | None = None  # None: no backfill table in this state DB
     checkpoints: tuple[Row, ...] = ()
     sla_states: tuple[Row, ...] = ()
     sla_events: tuple[Row, ...] = ()
@@ -112,6 +114,23 @@ def failback_row(row: Row) -> dict[str, Any]:
             "not_copied": row["not_copied_records"]}
 
 
+def format_ranges(ranges_json: str) -> str:
+    """The planned source offsets of a backfill run, ``0: 0-12, 1: 5-9`` (empty ranges left out)."""
+    try:
+        ranges = json.loads(ranges_json)
+        return ", ".join(f"{r['partition']}: {r['start']}-{r['end']}" for r in ranges if r["end"] > r["start"])
+    except (ValueError, TypeError, KeyError):
+        return "?"
+
+
+def backfill_row(row: Row) -> dict[str, Any]:
+    """The columns the page shows of a backfill run."""
+    return {"run_key": row["run_key"], "topic": row["topic"], "target_topic": row["target_topic"],
+            "mode": row["mode"], "status": row["status"], "offsets": format_ranges(row["ranges"]),
+            "written": row["records_written"], "total": row["records_total"], "overlap_ok": bool(row["overlap_ok"]),
+            "started_at": row["started_at"], "finished_at": row["finished_at"], "error": row["error"]}
+
+
 def _of_topic(rows: Iterable[Row], topic: str | None) -> tuple[Row, ...]:
     return tuple(r for r in rows if topic is None or r["topic"] == topic)
 
@@ -122,7 +141,8 @@ def build_page(routes: Sequence[str], route: str | None, topic: str | None,
     series = build_series(rows.get("audit_series", ()))
     checkpoints = rows.get("checkpoints", ())
     topics = tuple(sorted({s.topic for s in series} | {str(r["topic"]) for r in checkpoints}
-                          | {str(r["topic"]) for r in rows.get("audit_findings", ())}))
+                          | {str(r["topic"]) for r in rows.get("audit_findings", ())}
+                          | {str(r["topic"]) for r in rows.get("backfill_runs", ())}))
     chosen = topic if topic in topics else None
     return ReplicationPage(
         routes=tuple(routes), route=route, topic=chosen, topics=topics,
@@ -131,6 +151,8 @@ def build_page(routes: Sequence[str], route: str | None, topic: str | None,
         findings=_of_topic(rows.get("audit_findings", ()), chosen),
         failovers=tuple(rows.get("failover_runs", ())),
         failbacks=None if failbacks is None else tuple(failback_row(r) for r in failbacks),
+        backfills=(None if "backfill_runs" not in rows
+                   else tuple(backfill_row(r) for r in _of_topic(rows["backfill_runs"], chosen))),
         checkpoints=_of_topic(checkpoints, chosen),
         sla_states=tuple(rows.get("sla_states", ())),
         sla_events=tuple(rows.get("sla_events", ())),

@@ -73,6 +73,10 @@ a worker or an audit first.</p>
 {% if page.failbacks %}<table id="failbacks"><tr><th>run</th><th>mode</th><th>status</th><th>stopped at step</th><th>RTO</th><th>records copied back</th><th>never replicated</th><th>not copied</th><th>started</th><th>finished</th><th>error</th></tr>
 {% for f in page.failbacks %}<tr><td class="num">{{ f.id }}</td><td>{{ f.mode }}</td><td class="{{ f.status }}">{{ f.status }}</td><td>{{ f.stopped_at_step or '' }}</td><td>{{ secs(f.rto_seconds) }}</td><td class="num">{{ f.copied }}</td><td class="num">{{ f.unreplicated }}</td><td class="num">{{ '' if f.not_copied is none else f.not_copied }}</td><td>{{ t(f.started_at) }}</td><td>{{ t(f.finished_at) }}</td><td>{{ f.error or '' }}</td></tr>{% endfor %}
 </table>{% else %}<p class="muted">None.</p>{% endif %}{% endif %}
+{% if page.backfills is not none %}<h2>Backfills</h2>
+{% if page.backfills %}<table id="backfills"><tr><th>run</th><th>topic</th><th>replica</th><th>by</th><th>status</th><th>source offsets (partition: from-to)</th><th>written</th><th>total</th><th>overlap allowed</th><th>started</th><th>finished</th><th>error</th></tr>
+{% for b in page.backfills %}<tr><td>{{ b.run_key }}</td><td>{{ b.topic }}</td><td>{{ b.target_topic }}</td><td>{{ b.mode }}</td><td class="{{ b.status }}">{{ b.status }}</td><td>{{ b.offsets }}</td><td class="num">{{ '' if b.written is none else b.written }}</td><td class="num">{{ b.total }}</td><td>{{ 'yes' if b.overlap_ok else '' }}</td><td>{{ t(b.started_at) }}</td><td>{{ t(b.finished_at) }}</td><td>{{ b.error or '' }}</td></tr>{% endfor %}
+</table>{% else %}<p class="muted">None.</p>{% endif %}{% endif %}
 </section>
 
 <section id="checkpoints"><h2>Latest checkpoints</h2>

@@ -1,6 +1,7 @@
 """Backfills on the real clusters with a real local Spark: records written before a `start: latest` route
 began arrive on the replica exactly once, byte-exact, after the route's own copies, and audit clean; a
-backfill reaching into what the route copied is refused unless allowed.
+backfill reaching into what the route copied is refused unless allowed, and so is the same backfill
+again (nothing more is copied; the first run is in the state DB, done, with its count).
 
 One Spark session for the module (its start-up is the cost).
 """
@@ -18,8 +19,13 @@ import pytest
 
 from replicator.backfill import run_backfill
 from replicator.backfill.run import backfill_spec
+from replicator.cli.main import main
+from replicator.config import load_config
+from replicator.domain.backfill_run import BackfillMode, BackfillStatus, PartitionRange
 from replicator.errors import UsageError
 from replicator.kafka.admin import create_topics
+from replicator.state.backfills import runs
+from replicator.state.store import StateStore
 from tests.kafka_io import Rec, committed, produce, read_all, wait_until
 from tests.records import write_config
 from tests.support import Worker
@@ -107,7 +113,8 @@ def test_a_range_reaching_into_the_routes_copies_is_refused_unless_allowed(scena
         (p, 0, OLD, True) for p in range(PARTITIONS)]  # cut where the route began, not refused
 
 
-def test_backfill_of_the_earlier_range_arrives_once_and_audits_clean(spark, scenario: Scenario, backup) -> None:  # type: ignore[no-untyped-def]
+def test_backfill_of_the_earlier_range_arrives_once_and_is_not_repeated(spark, scenario: Scenario, backup,  # type: ignore[no-untyped-def]
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     lines: list[str] = []
     began = time.monotonic()
     summary = run_backfill(scenario.config, scenario.route, scenario.topic, _iso(OLD_START - 60_000), "now",
@@ -125,6 +132,31 @@ def test_backfill_of_the_earlier_range_arrives_once_and_audits_clean(spark, scen
     replica = read_all(backup.bootstrap_servers, f"primary.{scenario.topic}", PARTITIONS)
     for p in range(PARTITIONS):  # the route's copies first, then the backfilled older records, each once
         assert replica[p] == scenario.new[p] + scenario.old[p], f"partition {p}"
+    _the_same_backfill_again_is_refused_and_the_first_is_recorded(scenario, backup, summary["run_key"], capsys)
+
+
+def _the_same_backfill_again_is_refused_and_the_first_is_recorded(scenario: Scenario, backup, key: str,  # type: ignore[no-untyped-def]
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Run again (the CLI), the backfill is refused before any Spark job, naming the first run; nothing more
+    reaches the replica; the first run is in mf_backfill_run, done, with its count."""
+    code = main(["backfill", "--config", str(scenario.config), "--route", scenario.route, "--topic", scenario.topic,
+                 "--from", _iso(OLD_START - 60_000), "--to", "now"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert (f"backfill of {scenario.topic} refused: partition 0: offsets 0-{OLD} were copied by backfill run {key}"
+            f" (done, started ") in err and f"its offsets 0-{OLD}); partition 1: offsets 0-{OLD}" in err, err
+    assert "pass overlap_ok (--overlap-ok) to copy them again anyway" in err
+    replica = read_all(backup.bootstrap_servers, f"primary.{scenario.topic}", PARTITIONS)
+    assert {p: len(replica[p]) for p in range(PARTITIONS)} == {p: NEW + OLD for p in range(PARTITIONS)}
+    store = StateStore(load_config(scenario.config, {}).state.url)
+    try:
+        stored = store.run(lambda s: runs(s, scenario.route, scenario.topic))
+    finally:
+        store.close()
+    assert [(r.run_key, r.status, r.mode, r.written, r.total, r.overlap_ok, r.error) for r in stored] == [
+        (key, BackfillStatus.DONE, BackfillMode.TIME, PARTITIONS * OLD, PARTITIONS * OLD, False, None)]
+    assert stored[0].ranges == tuple(PartitionRange(p, 0, OLD, True) for p in range(PARTITIONS))
+    assert stored[0].finished_at is not None and stored[0].finished_at >= stored[0].started_at
 
 
 def test_the_check_names_records_not_where_the_copy_landed(spark, scenario: Scenario, primary, backup) -> None:  # type: ignore[no-untyped-def]

@@ -1,6 +1,7 @@
 """The backfill DAG with dag.test(): spark-submit of spark_jobs/backfill.py on the fresh Airflow's local
 default; the records written before a `start: latest` route began reach the replica once, after its copies.
-A range reaching into the route's copies fails the run before any Spark job."""
+A range reaching into the route's copies fails the run before any Spark job, and so does the same backfill
+again (the first run is recorded, done, with its count)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from replicator.domain.backfill_run import BackfillRun, BackfillStatus
 from replicator.kafka.admin import create_topics
 from tests.kafka_io import Rec, committed, produce, read_all, wait_until
 from tests.records import write_config
@@ -63,3 +65,24 @@ def test_backfill_dag_copies_the_earlier_records_once(airflow_db, task_environ, 
                                                  "backfill_job": "success", "check": "success"}, states
     replica = read_all(backup.bootstrap_servers, f"primary.{topic}", PARTITIONS)
     assert replica == {p: new[p] + old[p] for p in range(PARTITIONS)}
+    [first] = _runs(config, route)
+    assert (first.status, first.written, first.total, first.run_key.startswith("mirrorflow_backfill_topic/")) == (
+        BackfillStatus.DONE, PARTITIONS * OLD, PARTITIONS * OLD, True)
+
+    run, states = _run(route=route, topic=topic, from_offset="0=0,1=0")  # the same again: refused, no job
+    assert run.state == "failed" and states["prepare"] == "failed", states
+    assert states.get("backfill_job") != "success" and states.get("check") != "success", states
+    assert read_all(backup.bootstrap_servers, f"primary.{topic}", PARTITIONS) == replica
+    assert [r.run_key for r in _runs(config, route)] == [first.run_key]
+
+
+def _runs(config: Path, route: str) -> list[BackfillRun]:
+    from replicator.config import load_config
+    from replicator.state.backfills import runs
+    from replicator.state.store import StateStore
+
+    store = StateStore(load_config(config, {}).state.url)
+    try:
+        return store.run(lambda s: runs(s, route))
+    finally:
+        store.close()

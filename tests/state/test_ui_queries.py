@@ -7,13 +7,14 @@ failover and failback runs call (tests/ui_seed.py).
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 
 from replicator.state.audits import record_audit
 from replicator.state.store import StateStore, make_engine
 from replicator.ui.queries import load_query, page_rows, query_names, run_query
-from tests.ui_seed import OTHER, REPLICA, ROUTE, TOPIC, audit_report, seed
+from tests.ui_seed import BACKFILL_KEY, OTHER, REPLICA, ROUTE, TOPIC, audit_report, seed
 
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
 WEEK_AGO = NOW - dt.timedelta(days=7)
@@ -21,7 +22,7 @@ WEEK_AGO = NOW - dt.timedelta(days=7)
 
 def test_every_query_loads_and_an_unknown_name_is_a_key_error() -> None:
     assert {"routes", "audit_series", "audit_findings", "audit_runs", "checkpoints", "failover_runs",
-            "failback_runs", "sla_states", "sla_events"} <= set(query_names())
+            "failback_runs", "backfill_runs", "sla_states", "sla_events"} <= set(query_names())
     for name in query_names():
         load_query(name)
     with pytest.raises(KeyError, match="nope"):
@@ -84,3 +85,23 @@ def test_failback_runs_are_read_with_their_figures(state_url: str) -> None:
     assert [(r["mode"], r["status"], r["records_copied"], r["not_copied_records"]) for r in failbacks] == [
         ("resync", "done", 4321, 0)]
     assert isinstance(failbacks[0]["triggered_at"], dt.datetime) and failbacks[0]["rto_seconds"] == 120.0
+
+
+def test_backfill_runs_are_read_with_their_ranges_and_figures(state_url: str) -> None:
+    seed(state_url, NOW)
+    engine = make_engine(state_url)
+    try:
+        with engine.connect() as connection:
+            rows, _ = page_rows(connection, ROUTE, WEEK_AGO)
+            other_rows, _ = page_rows(connection, "other-route", WEEK_AGO)
+    finally:
+        engine.dispose()
+    [run] = rows["backfill_runs"]
+    assert (run["run_key"], run["topic"], run["target_topic"], run["mode"], run["status"]) == (
+        BACKFILL_KEY, TOPIC, REPLICA, "time", "done")
+    assert (run["records_written"], run["records_total"], bool(run["overlap_ok"]), run["error"]) == (40, 40, False,
+                                                                                                    None)
+    assert json.loads(run["ranges"]) == [{"partition": 0, "start": 0, "end": 40, "clamped": True},
+                                         {"partition": 1, "start": 0, "end": 0, "clamped": True}]
+    assert run["started_at"] == NOW - dt.timedelta(minutes=50) and run["finished_at"].tzinfo is not None
+    assert other_rows["backfill_runs"] == []

@@ -1,10 +1,20 @@
-"""Which offsets a backfill copies: cut at the route's start by time, refused by offsets unless allowed."""
+"""Which offsets a backfill copies: cut at the route's start by time, refused by offsets unless allowed;
+refused where a done or running backfill copied them, unless allowed."""
 
 from __future__ import annotations
+
+import datetime as dt
 
 import pytest
 
 from replicator.backfill.plan import Bounds, PartitionRange, parse_offset_ranges, plan_ranges
+from replicator.domain.backfill_run import (
+    BackfillMode,
+    BackfillRun,
+    BackfillStatus,
+    overlaps,
+    refusal,
+)
 from replicator.errors import UsageError
 
 BOUNDS = {0: Bounds(0, 100, 40), 1: Bounds(10, 50, None), 2: Bounds(0, 30, 0)}
@@ -58,3 +68,42 @@ def test_offset_ranges(start: str, end: str | None, expected: dict[int, tuple[in
 def test_bad_offset_ranges(start: str, end: str | None, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         parse_offset_ranges(start, end)
+
+
+T0 = dt.datetime(2026, 11, 26, 3, 0, 5, tzinfo=dt.UTC)
+
+
+def _run(key: str, ranges: list[PartitionRange], status: BackfillStatus = BackfillStatus.DONE) -> BackfillRun:
+    return BackfillRun(key, "r", "t", "primary.t", BackfillMode.TIME, tuple(ranges), T0, status)
+
+
+EARLIER = [_run("a", [PartitionRange(0, 0, 40), PartitionRange(1, 10, 20)]),
+           _run("b", [PartitionRange(0, 50, 60)], BackfillStatus.RUNNING),
+           _run("c", [PartitionRange(1, 0, 50)], BackfillStatus.FAILED)]
+
+
+@pytest.mark.parametrize(("planned", "expected"), [
+    ([PartitionRange(0, 40, 50)], []),  # right after a: offsets are [start, end)
+    ([PartitionRange(0, 39, 50)], [(0, 39, 40, "a")]),
+    ([PartitionRange(0, 0, 100)], [(0, 0, 40, "a"), (0, 50, 60, "b")]),  # running runs block too
+    ([PartitionRange(1, 0, 10), PartitionRange(1, 20, 50)], []),  # around a; c failed: does not block
+    ([PartitionRange(1, 15, 16), PartitionRange(0, 55, 56)], [(0, 55, 56, "b"), (1, 15, 16, "a")]),
+    ([PartitionRange(0, 5, 5), PartitionRange(2, 0, 40)], []),  # empty range; a partition never backfilled
+])
+def test_overlaps_with_done_and_running_runs(planned: list[PartitionRange],
+                                             expected: list[tuple[int, int, int, str]]) -> None:
+    found = overlaps(planned, EARLIER, "new")
+    assert [(o.partition, o.start, o.end, o.earlier.run_key) for o in found] == expected
+
+
+def test_a_run_never_overlaps_itself() -> None:  # a retried task plans its own run again
+    assert overlaps([PartitionRange(0, 0, 40)], EARLIER, "a") == []
+
+
+def test_the_refusal_names_the_earlier_run_when_and_its_range() -> None:
+    message = refusal("t", overlaps([PartitionRange(0, 30, 55)], EARLIER, "new"))
+    assert message == (
+        "backfill of t refused: partition 0: offsets 30-40 were copied by backfill run a (done, started"
+        " 2026-11-26 03:00:05Z, its offsets 0-40); partition 0: offsets 50-55 are being copied by backfill run b"
+        " (running, started 2026-11-26 03:00:05Z, its offsets 50-60); pass overlap_ok (--overlap-ok) to copy"
+        " them again anyway (they will be on the replica twice)")

@@ -12,11 +12,13 @@ from replicator.ui.page import (
     Point,
     ReplicationPage,
     Series,
+    backfill_row,
     build_page,
     build_series,
     choose_route,
     current_lag,
     failback_row,
+    format_ranges,
     format_seconds,
     format_time,
     parse_lag,
@@ -83,6 +85,36 @@ def test_failback_rows_show_their_figures_not_the_stored_run() -> None:
     shown = failback_row(row)
     assert shown["started_at"] == T0 and shown["error"] is None and "run_json" not in shown
     assert (shown["copied"], shown["unreplicated"], shown["not_copied"]) == (12, 2, 0)
+
+
+def _backfill(topic: str, status: str = "done") -> dict[str, object]:
+    return {"id": 1, "run_key": f"k-{topic}", "topic": topic, "target_topic": f"primary.{topic}", "mode": "offsets",
+            "ranges": '[{"partition": 0, "start": 0, "end": 12, "clamped": false},'
+                      ' {"partition": 1, "start": 5, "end": 5, "clamped": true}]',
+            "status": status, "records_written": 12, "records_total": 12, "overlap_ok": 1, "started_at": T0,
+            "finished_at": T0 + MINUTE, "error": None}
+
+
+@pytest.mark.parametrize(("ranges", "text"), [
+    ('[{"partition": 0, "start": 0, "end": 12}, {"partition": 1, "start": 5, "end": 9}]', "0: 0-12, 1: 5-9"),
+    ('[{"partition": 0, "start": 3, "end": 3}]', ""),  # nothing planned there
+    ("not json", "?"),
+])
+def test_format_ranges_lists_the_planned_offsets(ranges: str, text: str) -> None:
+    assert format_ranges(ranges) == text
+
+
+def test_backfill_rows_show_their_offsets_and_figures_per_topic() -> None:
+    shown = backfill_row(_backfill("orders"))
+    assert (shown["run_key"], shown["offsets"], shown["written"], shown["total"]) == ("k-orders", "0: 0-12", 12, 12)
+    assert shown["overlap_ok"] is True and "ranges" not in shown
+    rows = {"backfill_runs": [_backfill("orders"), _backfill("pay", "running")]}
+    assert [b["topic"] for b in build_page(["r"], "r", "pay", rows, None).backfills or ()] == ["pay"]
+    assert build_page(["r"], "r", None, rows, None).topics == ("orders", "pay")
+    assert build_page(["r"], "r", None, {}, None).backfills is None  # no backfill table in this state DB
+    html = render_page(build_page(["r"], "r", None, rows, None))
+    assert 'id="backfills"' in html and "k-orders" in html and "0: 0-12" in html and 'class="running"' in html
+    assert "<h2>Backfills</h2>" not in render_page(build_page(["r"], "r", None, {}, None))
 
 
 @pytest.mark.parametrize(("value", "text"), [
