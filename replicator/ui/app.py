@@ -21,7 +21,7 @@ from typing import Annotated
 from airflow.api_fastapi.auth.managers.models.resource_details import AccessView
 from airflow.api_fastapi.core_api.security import requires_access_view
 from fastapi import Depends, FastAPI, Query
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -29,6 +29,7 @@ from replicator.config import load_config
 from replicator.errors import MirrorFlowError
 from replicator.state.store import make_engine
 from replicator.ui.page import ReplicationPage, build_page, choose_route
+from replicator.ui.page_json import page_json
 from replicator.ui.queries import has_table, page_rows, run_query
 from replicator.ui.render import render_error, render_page
 
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 
 URL_PREFIX = "/mirrorflow"
 PAGE_PATH = "/replication"
+API_PATH = "/api/replication"  # the page's data as JSON, for scripts and dashboards
 HISTORY_DAYS = 2  # of audit buckets in the chart; a day of one-minute buckets is 1440 points
 AUTHORIZED = requires_access_view(AccessView.WEBSITE)
 
@@ -68,7 +70,8 @@ def load_page(engine: Engine, route: str | None, topic: str | None, days: int,
 
 
 def create_app(state_url: StateUrl = state_url_from_config) -> FastAPI:
-    """The app: ``GET /replication`` (HTML) for a user Airflow lets see its website."""
+    """The app: ``GET /replication`` (HTML) and ``GET /api/replication`` (the same data as JSON), for a user
+    Airflow lets see its website."""
     app = FastAPI(title="MirrorFlow replication", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.get(PAGE_PATH, response_class=HTMLResponse, dependencies=[Depends(AUTHORIZED)])
@@ -85,5 +88,20 @@ def create_app(state_url: StateUrl = state_url_from_config) -> FastAPI:
             return HTMLResponse(render_error("the state database cannot be read (see the API server log)"),
                                 status_code=503)
         return HTMLResponse(render_page(page))
+
+    @app.get(API_PATH, dependencies=[Depends(AUTHORIZED)])
+    def replication_json(route: str | None = None, topic: str | None = None,
+                         days: Annotated[int, Query(ge=1, le=366)] = HISTORY_DAYS) -> JSONResponse:
+        try:
+            page = load_page(_engine(state_url()), route, topic, days)
+        except MirrorFlowError as exc:
+            log.warning("replication API: cannot open the state database error=%s", exc)
+            return JSONResponse({"error": "the MirrorFlow config or state database cannot be opened (see the API "
+                                          "server log)"}, status_code=503)
+        except SQLAlchemyError as exc:
+            log.warning("replication API: state database error=%s", type(exc).__name__)
+            return JSONResponse({"error": "the state database cannot be read (see the API server log)"},
+                                status_code=503)
+        return JSONResponse(page_json(page))
 
     return app

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from replicator.airflow_local import AirflowSpec, LocalAirflow
-from replicator.ui.app import PAGE_PATH, URL_PREFIX
+from replicator.ui.app import API_PATH, PAGE_PATH, URL_PREFIX
 from tests.support import free_port
 from tests.ui_seed import REPLICA, ROUTE, seed
 
@@ -174,9 +174,14 @@ def test_an_anonymous_request_gets_no_data(airflow: RunningAirflow) -> None:
         assert ROUTE not in body and "40-41" not in body and REPLICA not in body
 
 
-def test_the_page_answers_an_api_token_too(airflow: RunningAirflow) -> None:
-    status, body = _request(airflow.page_url, headers={"Authorization": f"Bearer {_token(airflow)}"})
+def test_the_page_and_its_json_answer_an_api_token_too(airflow: RunningAirflow) -> None:
+    bearer = {"Authorization": f"Bearer {_token(airflow)}"}
+    status, body = _request(airflow.page_url, headers=bearer)
     assert status == 200 and ROUTE in body and "40-41" in body
+    status, body = _request(f"{airflow.url}{URL_PREFIX}{API_PATH}?route={ROUTE}", headers=bearer)
+    assert status == 200 and json.loads(body)["findings"][0]["missing_offsets"] == "40-41"
+    status, body = _request(f"{airflow.url}{URL_PREFIX}{API_PATH}?route={ROUTE}")
+    assert status == 401 and "40-41" not in body
 
 
 def test_the_plugin_is_listed_without_import_error(airflow: RunningAirflow) -> None:

@@ -15,7 +15,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from replicator.ui.app import AUTHORIZED, PAGE_PATH, create_app
+from replicator.ui.app import API_PATH, AUTHORIZED, PAGE_PATH, create_app
 from tests.ui_seed import ROUTE, seed
 
 
@@ -43,11 +43,23 @@ def user(state_db: str) -> Iterator[TestClient]:
     yield from _client(create_app(lambda: state_db), authorized=True)
 
 
+@pytest.mark.parametrize("path", [PAGE_PATH, API_PATH])
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Basic YWRtaW46YWRtaW4="}])
-def test_an_anonymous_request_gets_401_and_no_data(anonymous: TestClient, headers: dict[str, str]) -> None:
-    answer = anonymous.get(PAGE_PATH, params={"route": ROUTE}, headers=headers)
+def test_an_anonymous_request_gets_401_and_no_data(anonymous: TestClient, headers: dict[str, str],
+                                                   path: str) -> None:
+    answer = anonymous.get(path, params={"route": ROUTE}, headers=headers)
     assert answer.status_code == 401
     assert ROUTE not in answer.text and "40-41" not in answer.text
+
+
+def test_a_user_gets_the_same_data_as_json(user: TestClient) -> None:
+    answer = user.get(API_PATH, params={"route": ROUTE, "topic": "orders"})
+    assert answer.status_code == 200 and answer.headers["content-type"] == "application/json"
+    data = answer.json()
+    assert data["route"] == ROUTE and data["topic"] == "orders"
+    assert [f["missing_offsets"] for f in data["findings"]] == ["40-41"]
+    assert data["lag"]["records"] == 1234 and data["lag"]["breached"] is True
+    assert [f["mode"] for f in data["failbacks"]] == ["resync"]
 
 
 def test_a_user_sees_the_route_its_findings_and_its_lag(user: TestClient) -> None:
