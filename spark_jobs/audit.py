@@ -56,6 +56,7 @@ from spark_jobs.audit_frames import (
     bucket_totals,
     marks,
     unbalanced_groups,
+    without_ranges,
 )
 from spark_jobs.kafka_options import spark_kafka_options
 
@@ -97,8 +98,10 @@ def audit_topic(spark: SparkSession, topic: TopicSpec, window: AuditWindow, sour
     target = _materialised(read_marks(spark, target_options, topic.target, shared, window),
                            f"{topic.target} on target cluster {rules.target_cluster!r}")
     try:
-        source = _materialised(read_marks(spark, source_options, topic.source, topic.partitions, window, rules),
-                               f"{topic.source} on source cluster {rules.source_cluster!r}")
+        source = _materialised(
+            without_ranges(read_marks(spark, source_options, topic.source, topic.partitions, window, rules),
+                           topic.left_out),  # never copied by design: not expected on the replica
+            f"{topic.source} on source cluster {rules.source_cluster!r}")
         try:
             return _compare(spark, topic, source, target)
         finally:

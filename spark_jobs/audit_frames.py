@@ -81,6 +81,17 @@ def marks(records: DataFrame, window: AuditWindow) -> DataFrame:
     )
 
 
+def without_ranges(marks_frame: DataFrame, ranges: tuple[tuple[int, int, int], ...]) -> DataFrame:
+    """``marks_frame`` less the records at source offsets ``[start, end)`` of each ``(partition, start, end)``."""
+    if not ranges:
+        return marks_frame
+    inside = None
+    for partition, start, end in ranges:
+        one = (F.col("partition") == partition) & (F.col("offset") >= start) & (F.col("offset") < end)
+        inside = one if inside is None else inside | one
+    return marks_frame.where(~inside)
+
+
 def _sums(where: Column, prefix: str) -> list[Column]:
     zero = F.lit(0).cast(WEIGHT)
     return [F.sum(F.when(where, 1).otherwise(0)).cast("bigint").alias(f"{prefix}_count"),

@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient
 from replicator.audit.spec import AuditSpec, TopicSpec
 from replicator.config import Config, RouteConfig
 from replicator.domain.audit_report import AuditWindow
+from replicator.domain.audit_scope import left_out
 from replicator.domain.commit_metadata import belongs_to_other_topic, decode_note
 from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import admin_client
@@ -49,11 +50,15 @@ def prepare_spec(config: Config, route_name: str, window: AuditWindow, topics: I
         on_target = source_partitions(target, timeout)
     with _named(route, "source"):
         committed = _committed(config, route, source, {t: selection.partitions[t] for t in chosen}, timeout)
+    with _named(route, "target"):
+        first_copies = _first_copies(config, route, chosen)
+    backfilled = _backfilled(config, route)
     specs = []
     for name in chosen:
         parts, replica = selection.partitions[name], policy.format_remote_topic(route.source, name)
         specs.append(TopicSpec(name, replica, parts, on_target.get(replica, 0),
-                               tuple(committed.get((name, p)) for p in range(parts))))
+                               tuple(committed.get((name, p)) for p in range(parts)),
+                               left_out(first_copies.get(name, {}), backfilled.get(name, {}), parts)))
     notes = _notes(route, specs)
     # As the workers do (route_worker: add_origin): only prefix routes leave headers untouched.
     stamps_origin = route.policy != "prefix"
@@ -68,12 +73,44 @@ def _notes(route: RouteConfig, topics: list[TopicSpec]) -> list[str]:
              for t in topics if t.target_partitions < t.partitions]
     if not topics:
         notes.append(f"route {route.name} replicates no topic now: nothing to audit")
-    if route.start != "earliest":
-        notes.append(f"route {route.name} starts at {route.start}: records written before it first copied a"
-                     " partition count as missing; audit windows after that")
+    notes += [f"{t.source}-{p}: source offsets {start}-{end} left out: written before the route's first copy "
+              "and not backfilled since" for t in topics for p, start, end in t.left_out]
     if route.on_refused_record == "dead-letter":
         notes.append("records the target refused went to the dead-letter topic and count as missing here")
     return notes
+
+
+def _first_copies(config: Config, route: RouteConfig, topics: list[str]) -> dict[str, dict[int, int]]:
+    """The first source offset the route copied, per topic and partition (its offset syncs on the target)."""
+    from replicator.checkpoints.syncs import first_copies
+    from replicator.worker.subscription import sync_topic_name
+
+    name = sync_topic_name(route)
+    out: dict[str, dict[int, int]] = {}
+    for (topic, partition), offset in first_copies(config.cluster(route.target).client_properties(), name,
+                                                   f"offset syncs {name}").items():
+        if topic in topics:
+            out.setdefault(topic, {})[partition] = offset
+    return out
+
+
+def _backfilled(config: Config, route: RouteConfig) -> dict[str, dict[int, list[tuple[int, int]]]]:
+    """The source ranges finished backfills of the route copied, per topic and partition."""
+    from replicator.domain.backfill_run import BackfillStatus
+    from replicator.state.backfills import runs
+    from replicator.state.store import StateStore
+
+    store = StateStore(config.state.url)
+    try:
+        with store.session() as session:
+            done = runs(session, route.name, statuses=[BackfillStatus.DONE])
+    finally:
+        store.close()
+    out: dict[str, dict[int, list[tuple[int, int]]]] = {}
+    for run in done:
+        for r in run.ranges:
+            out.setdefault(run.topic, {}).setdefault(r.partition, []).append((r.start, r.end))
+    return out
 
 
 def _chosen(route: RouteConfig, replicated: list[str], wanted: Iterable[str] | None) -> list[str]:

@@ -27,6 +27,9 @@ class TopicSpec:
     partitions: int  # source partitions 0..n-1 are audited
     target_partitions: int  # partitions the replica has (0: it does not exist)
     committed: tuple[int | None, ...]  # per source partition; None: nothing committed yet
+    # (partition, start, end): source offsets the route never copied by design (before its first
+    # copy, not backfilled since): not expected on the replica, left out of the audit.
+    left_out: tuple[tuple[int, int, int], ...] = ()
 
     def committed_of(self, partition: int) -> int | None:
         """The committed offset of ``partition`` (None when the route committed nothing there)."""
@@ -58,7 +61,8 @@ class AuditSpec:
             "window": {"start_ms": self.window.start_ms, "end_ms": self.window.end_ms,
                        "bucket_ms": self.window.bucket_ms},
             "topics": [{"source": t.source, "target": t.target, "partitions": t.partitions,
-                        "target_partitions": t.target_partitions, "committed": list(t.committed)}
+                        "target_partitions": t.target_partitions, "committed": list(t.committed),
+                        "left_out": [list(r) for r in t.left_out]}
                        for t in self.topics],
         }
 
@@ -68,7 +72,8 @@ class AuditSpec:
         window = data["window"]
         topics = tuple(
             TopicSpec(str(t["source"]), str(t["target"]), int(t["partitions"]), int(t["target_partitions"]),
-                      tuple(None if c is None else int(c) for c in t["committed"]))
+                      tuple(None if c is None else int(c) for c in t["committed"]),
+                      tuple((int(p), int(s), int(e)) for p, s, e in t.get("left_out", ())))
             for t in data["topics"]
         )
         return cls(str(data["run_key"]), str(data["route"]), str(data["source_cluster"]),

@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from replicator.audit.prepare import prepare_spec
 from replicator.backfill.plan import Bounds, plan_ranges
 from replicator.backfill.spec import BackfillSpec
-from replicator.checkpoints.syncs import SyncLog
+from replicator.checkpoints.syncs import first_copies
 from replicator.config import Config
 from replicator.domain.audit_report import AuditWindow
 from replicator.errors import ClusterError, UsageError
@@ -82,10 +82,4 @@ def _by_time(consumer: Consumer, topic: str, partitions: int, times: tuple[int, 
 
 def _route_starts(target: Mapping[str, str], syncs_topic: str, topic: str, what: str) -> dict[int, int]:
     """The first source offset the route copied, per partition of ``topic``, from its offset syncs."""
-    syncs = SyncLog(target, syncs_topic, what)
-    try:
-        syncs.read_to_end()
-        return {p: min(s.source_offset for s in found) for (t, p), found in syncs.syncs.items()
-                if t == topic and found}
-    finally:
-        syncs.close()
+    return {p: offset for (t, p), offset in first_copies(target, syncs_topic, what).items() if t == topic}

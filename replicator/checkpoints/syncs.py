@@ -100,3 +100,13 @@ class SyncLog:
         except ValueError as exc:
             raise CorruptSync(f"{self.what}: {self.topic} offset {offset}: {exc}") from None
         self._syncs[(sync.topic, sync.partition)].append(sync)
+
+
+def first_copies(properties: Mapping[str, str], topic: str, what: str) -> dict[Partition, int]:
+    """The first source offset a route copied, per source partition: the lowest run start of its syncs."""
+    log = SyncLog(properties, topic, what)
+    try:
+        log.read_to_end()
+        return {partition: min(s.source_offset for s in runs) for partition, runs in log.syncs.items() if runs}
+    finally:
+        log.close()

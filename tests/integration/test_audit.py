@@ -220,3 +220,40 @@ def test_the_command_prints_findings_and_exits_1_on_loss(spark, scenario: Scenar
     assert "1 source records missing on the target" in err
     assert main(["audit", "--config", str(scenario.config), "--route", "p2b", *window, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "clean"
+
+
+def test_a_route_that_started_late_audits_clean_without_what_it_never_meant_to_copy(  # type: ignore[no-untyped-def]
+        spark, primary, backup, tmp_path: Path) -> None:
+    topic, partitions = f"t-late-{uuid.uuid4().hex[:8]}", 2
+    create_topics(primary.bootstrap_servers, {topic: partitions})
+    produce(primary.bootstrap_servers, topic,  # before the route: it starts at the end (start: latest)
+            [Rec(p, f"early-{p}-{n}".encode(), b"early", (), START + 1_000 * n + p) for n in range(10)
+             for p in range(partitions)])
+    config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+        {"name": "late", "source": "primary", "target": "backup", "topics": [topic], "start": "latest",
+         "policy": "prefix"}])
+    worker = Worker(config, log_dir=tmp_path)
+    try:
+        n = 0
+
+        def copying() -> bool:  # a record a second until the route copies on every partition
+            nonlocal n
+            produce(primary.bootstrap_servers, topic, [Rec(p, f"late-{p}-{n}".encode(), b"late", (),
+                                                           START + 60_000 + 1_000 * n + p) for p in range(partitions)])
+            n += 1
+            now = committed(primary.bootstrap_servers, "mirrorflow-late", topic, partitions)
+            return len(now) == partitions and min(now.values()) >= 0
+
+        wait_until(copying, 60, "route late to copy")
+        ends = {p: 10 + n for p in range(partitions)}
+        wait_until(lambda: committed(primary.bootstrap_servers, "mirrorflow-late", topic, partitions) == ends, 60,
+                   f"route late to commit every late record ({ends}; now "
+                   f"{committed(primary.bootstrap_servers, 'mirrorflow-late', topic, partitions)})")
+    finally:
+        assert worker.terminate()[0] == 0
+    summary = run_audit(config, "late", _iso(START), _iso(END), run_key="late-1", spark=spark)  # type: ignore[arg-type]
+    assert summary["status"] == "clean", summary
+    counts = summary["counts"]
+    assert counts["missing"] == counts["extra"] == counts["duplicates"] == counts["pending"] == 0
+    assert 0 < counts["source"] == counts["target"] < partitions * (10 + n)  # the early records are left out
+    assert any(f"{topic}-0: source offsets 0-" in note for note in summary["notes"]), summary["notes"]
