@@ -44,3 +44,29 @@ def test_bad_input_exits_2_naming_it_and_stores_nothing(tmp_path: Path, capsys: 
     if (tmp_path / "s.db").exists():
         with sqlite3.connect(tmp_path / "s.db") as db:
             assert db.execute("select count(*) from mf_failback_run").fetchone() == (0,)
+
+
+def test_the_run_is_rendered_as_a_table_of_groups_then_what_to_do() -> None:
+    import dataclasses
+    import datetime as dt
+
+    from replicator.cli.failback_cmd import render
+    from replicator.domain.failback import FailbackRequest, FailbackRun, FailbackStep, FailbackStepRecord
+    from replicator.domain.failover import StepStatus
+    from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
+    from replicator.domain.target_group import TargetOutcome
+
+    t0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+    run = FailbackRun.new(FailbackRequest("r"), "a", "b", t0)
+    for step in FailbackStep:
+        run = run.with_step(FailbackStepRecord(step, StepStatus.DONE, "ok"))
+    point = ResumePoint("app", "a.x", 0, "x", 17, Basis.EXACT, 12)
+    busy = ResumePoint("busy", "a.x", 0, "x", 9, Basis.EXACT, 4)
+    run = dataclasses.replace(run, run_id=4, copied=5, finished_at=t0 + dt.timedelta(seconds=3),
+                              commits=(GroupCommit(point, TargetOutcome.WRITTEN),
+                                       GroupCommit(busy, TargetOutcome.ACTIVE_MEMBERS)),
+                              notes=("group app x-0: never saw 2 offsets",))
+    text = render(run)
+    assert text.startswith("failback run 4 of route r (incremental): b -> a: done")
+    assert "committed 17" in text and "kept: active members" in text and "note: group app x-0" in text
+    assert "Group busy: it has active members on 'a'" in text and "`mirrorflow run --route r`" in text
