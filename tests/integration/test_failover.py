@@ -431,6 +431,7 @@ def test_incremental_failback_brings_back_what_was_written_on_backup_and_the_gro
         "check", "prepare", "reverse-copy", "drain", "translate", "commit-offsets", "verify", "release", "finish")]
     assert run["copied"] == sum(len(r) for r in after.values()) and run["not_copied"] == 0
     assert run["unreplicated_records"] == 2 * partitions
+    print(f"failback DAG, incremental: RTO {run['rto_seconds']:.1f} s, {run['copied']} records copied back")
     assert {(c["point"]["partition"], c["point"]["basis"], c["outcome"]) for c in run["commits"]} == {
         (0, "exact", "written"), (1, "exact", "written")}
     assert pair.rows("select status, mode, records_copied from mf_failback_run where route = 'inc'") == [
@@ -490,6 +491,7 @@ def test_resync_failback_recreates_primary_from_backup_and_refuses_to_drop_recor
     assert done.returncode == 0, done.stderr
     run = json.loads(done.stdout)
     assert "resuming failback run" in done.stderr and run["status"] == "done"
+    print(f"failback CLI, resync: RTO {run['rto_seconds']:.1f} s, {run['copied']} records copied back")
     assert [c["point"]["basis"] for c in run["commits"]] == ["exact", "exact"]
 
     # primary holds exactly what backup holds, record for record (headers as written, no origin stamp).
