@@ -102,12 +102,13 @@ def watermarks(properties: Mapping[str, str], partitions: Sequence[Partition]) -
 
 
 def left_to_copy(properties: Mapping[str, str], positions: Mapping[Partition, tuple[int, int]],
-                 skip_from: str | None, timeout: float = 30.0) -> dict[Partition, int]:
+                 skip_from: str | None, timeout: float = 30.0, any_only: bool = False) -> dict[Partition, int]:
     """Records in ``[position, end)`` of each partition the reverse route would copy.
 
     A record born on ``skip_from`` (its origin header) is skipped by the route's loop
     check, and so is a transaction marker: neither is left to copy. Partitions with
-    nothing in between are not read at all.
+    nothing in between are not read at all. ``any_only``: stop at the first one found
+    (the answer is then only "some are left").
     """
     wanted = {tp: (start, end) for tp, (start, end) in positions.items() if start < end}
     if not wanted:
@@ -135,6 +136,8 @@ def left_to_copy(properties: Mapping[str, str], positions: Mapping[Partition, tu
                     continue
                 if skip_from is None or not should_skip(message.headers(), skip_from):  # type: ignore[arg-type]
                     left[key] = left.get(key, 0) + 1
+                    if any_only:
+                        return left
         for key, (start, end) in open_.items():  # not read in time: count it all
             left[key] = left.get(key, 0) + end - start
     finally:
@@ -185,11 +188,13 @@ class ReverseCopy:
 
 
 def copy_until_caught_up(config: Config, reverse: RouteConfig, topics: Sequence[ReverseTopic], timeout: float | None,
-                         say: Say, moving_ends: bool = False) -> dict[Partition, int]:
+                         say: Say, moving_ends: bool = False, stall_seconds: float = 300.0) -> dict[Partition, int]:
     """Run the reverse route until nothing is left to copy; the records left (empty: caught up).
 
     ``moving_ends`` False: up to the replicas' ends as they are now (the bulk copy);
     True: up to their ends as they move, until they stop (the drain), or ``timeout``.
+    ReverseCopyFailed when its worker stops, or copies nothing for ``stall_seconds``
+    while records are left (the old primary refuses writes, say: its log names why).
     """
     backup = config.cluster(reverse.source).client_properties()
     partitions = replica_partitions(topics)
@@ -197,6 +202,7 @@ def copy_until_caught_up(config: Config, reverse: RouteConfig, topics: Sequence[
     ends = {tp: high for tp, (_, high) in watermarks(backup, partitions).items()}
     copy = ReverseCopy(config, reverse)
     began, told, last, still = time.monotonic(), 0.0, None, 0
+    moved = began
     try:
         while True:
             time.sleep(1.0)
@@ -207,10 +213,17 @@ def copy_until_caught_up(config: Config, reverse: RouteConfig, topics: Sequence[
                                        f"reverse route {reverse.name}: {reverse.source!r}")
             behind = sum(max(0, end - committed.get(tp, 0)) for tp, end in ends.items())
             still = still + 1 if committed == last else 0
+            if committed != last:
+                moved = time.monotonic()
             # Done, or not moving for 3 s: what is left may be records the loop check skips.
             if (behind == 0 or still >= 3) and not left_to_copy(
-                    backup, {tp: (committed.get(tp, 0), end) for tp, end in ends.items()}, skip_from):
+                    backup, {tp: (committed.get(tp, 0), end) for tp, end in ends.items()}, skip_from,
+                    any_only=True):
                 return {}
+            if time.monotonic() - moved >= stall_seconds:
+                raise ReverseCopyFailed(f"reverse route {reverse.name}: nothing copied for {stall_seconds:.0f} s "
+                                        f"with {behind} offsets left: is {reverse.target!r} accepting writes? (the "
+                                        "log says why; run the failback again to go on)")
             last = committed
             elapsed = time.monotonic() - began
             if timeout is not None and elapsed >= timeout:
