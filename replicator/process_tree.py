@@ -96,6 +96,7 @@ def wait_gone(pids: Iterable[int], timeout: float) -> set[int]:
             and state.session == sid
         }
         if not left or time.monotonic() > deadline:
+            _reap(sessions)  # one that died after the first reap above is a zombie now: collect it too
             return left
         time.sleep(0.2)
 
