@@ -44,6 +44,7 @@ from typing import Any
 from replicator.domain.failover import FINISHED_STEP, StepStatus
 from replicator.domain.offset_sync import BeforeFirstSync, Behind, Exact, OffsetSync, translate
 from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
+from replicator.domain.run_json import parse_time, plain, point_from, required_time
 from replicator.domain.target_group import TargetOutcome
 
 REVERSE_SUFFIX = ".failback"
@@ -359,8 +360,8 @@ class FailbackRun:
 
     def to_dict(self) -> dict[str, Any]:
         """The run as plain JSON (the DAG's tasks pass it on; :func:`run_from_dict` reads it back)."""
-        return {**{f.name: _plain(getattr(self, f.name)) for f in fields(self)}, "status": self.status.value,
-                "stopped_at": _plain(self.stopped_at), "rto_seconds": self.rto_seconds,
+        return {**{f.name: plain(getattr(self, f.name)) for f in fields(self)}, "status": self.status.value,
+                "stopped_at": plain(self.stopped_at), "rto_seconds": self.rto_seconds,
                 "unreplicated_records": self.unreplicated_records, "reverse_route": self.reverse_route}
 
 
@@ -371,15 +372,16 @@ def run_from_dict(data: Mapping[str, Any]) -> FailbackRun:
                               None if req["groups"] is None else tuple(req["groups"]), req["drain_timeout_seconds"],
                               req["accept_loss"], req["dry_run"])
     return FailbackRun(
-        request, data["primary"], data["backup"], _need(_time(data["triggered_at"])),
+        request, data["primary"], data["backup"],
+        required_time(data["triggered_at"], "failback run: triggered_at"),
         tuple(FailbackStepRecord(FailbackStep(s["step"]), StepStatus(s["status"]), s["detail"], s["error"],
-                                 _time(s["started_at"]), _time(s["finished_at"])) for s in data["steps"]),
+                                 parse_time(s["started_at"]), parse_time(s["finished_at"])) for s in data["steps"]),
         data["run_id"], data["failover_run_id"], tuple(ReverseTopic(**t) for t in data["topics"]),
         tuple((r, p, o) for r, p, o in data["starts"]), tuple(Unreplicated(**u) for u in data["unreplicated"]),
-        data["copied"], data["not_copied"], tuple(_point(p) for p in data["points"]),
-        tuple(GroupCommit(_point(c["point"]), TargetOutcome(c["outcome"]), c["current"], c["error"], c["verified"])
+        data["copied"], data["not_copied"], tuple(point_from(p) for p in data["points"]),
+        tuple(GroupCommit(point_from(c["point"]), TargetOutcome(c["outcome"]), c["current"], c["error"], c["verified"])
               for c in data["commits"]),
-        _time(data["finished_at"]), tuple(data["notes"]))
+        parse_time(data["finished_at"]), tuple(data["notes"]))
 
 
 def next_steps(run: FailbackRun) -> str:
@@ -409,29 +411,3 @@ def next_steps(run: FailbackRun) -> str:
                      f"{run.backup!r} before the failover.")
     return "\n".join(lines)
 
-
-def _point(p: Mapping[str, Any]) -> ResumePoint:
-    return ResumePoint(p["group"], p["topic"], p["partition"], p["target_topic"], p["target_offset"],
-                       Basis(p["basis"]), p["source_offset"], p["max_repeats"], _time(p["as_of"]))
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dt.datetime):
-        return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
-    if isinstance(value, StrEnum):
-        return value.value
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    if hasattr(value, "__dataclass_fields__"):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    return value
-
-
-def _time(value: str | None) -> dt.datetime | None:
-    return None if value is None else dt.datetime.fromisoformat(value)
-
-
-def _need(value: dt.datetime | None) -> dt.datetime:
-    if value is None:
-        raise ValueError("failback run: triggered_at is missing")
-    return value

@@ -30,6 +30,7 @@ from replicator.domain.failover import (
     StepStatus,
 )
 from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
+from replicator.domain.run_json import iso, parse_time, plain, point_from, required_time
 from replicator.domain.target_group import TargetOutcome
 
 
@@ -85,7 +86,7 @@ class Rpo:
             return "RPO: 0 records: everything was copied when the route stopped"
         if self.basis == RpoBasis.MEASURED:
             return f"RPO: at most {self.records} records not replicated" + (f" ({where})" if where else "")
-        return (f"RPO: {self.records} records known not replicated as of the checkpoint of {_iso(self.as_of)}"
+        return (f"RPO: {self.records} records known not replicated as of the checkpoint of {iso(self.as_of)}"
                 + (f" ({where})" if where else "") + "; later records of the source are not known")
 
 
@@ -180,8 +181,8 @@ class FailoverRun:
     def to_dict(self) -> dict[str, Any]:
         """The run as plain JSON (the DAG's tasks pass it on; :meth:`from_dict` reads it back)."""
         return {
-            **{f.name: _plain(getattr(self, f.name)) for f in fields(self)},
-            "status": self.status.value, "stopped_at": _plain(self.stopped_at), "rto_seconds": self.rto_seconds,
+            **{f.name: plain(getattr(self, f.name)) for f in fields(self)},
+            "status": self.status.value, "stopped_at": plain(self.stopped_at), "rto_seconds": self.rto_seconds,
         }
 
     @classmethod
@@ -189,54 +190,25 @@ class FailoverRun:
         """The run :meth:`to_dict` wrote."""
         req = data["request"]
         request = FailoverRequest(req["route"], None if req["groups"] is None else tuple(req["groups"]),
-                                  FailoverMode(req["mode"]), _time(req["at"]), req["margin_seconds"],
+                                  FailoverMode(req["mode"]), parse_time(req["at"]), req["margin_seconds"],
                                   req["drain_timeout_seconds"], req["stop_timeout_seconds"], req["dry_run"])
         rpo = data["rpo"]
         return cls(
-            request, data["source"], data["target"], data["route_group"], _need(_time(data["triggered_at"])),
+            request, data["source"], data["target"], data["route_group"],
+            required_time(data["triggered_at"], "failover run: triggered_at"),
             tuple(StepRecord(Step(s["step"]), StepStatus(s["status"]), s["detail"], s["error"],
-                             _time(s["started_at"]), _time(s["finished_at"])) for s in data["steps"]),
+                             parse_time(s["started_at"]), parse_time(s["finished_at"])) for s in data["steps"]),
             data["run_id"], data["source_reachable"],
-            tuple(_point(p) for p in data["points"]),
-            tuple(GroupCommit(_point(c["point"]), TargetOutcome(c["outcome"]), c["current"], c["error"],
+            tuple(point_from(p) for p in data["points"]),
+            tuple(GroupCommit(point_from(c["point"]), TargetOutcome(c["outcome"]), c["current"], c["error"],
                               c["verified"]) for c in data["commits"]),
             tuple(PartitionLag(**lag) for lag in data["lags"]),
-            None if rpo is None else Rpo(rpo["records"], RpoBasis(rpo["basis"]), _time(rpo["as_of"]),
+            None if rpo is None else Rpo(rpo["records"], RpoBasis(rpo["basis"]), parse_time(rpo["as_of"]),
                                          tuple((t, p, n) for t, p, n in rpo["partitions"])),
-            _time(data["route_stopped_at"]), _time(data["finished_at"]), _time(data["abandoned_at"]),
+            parse_time(data["route_stopped_at"]), parse_time(data["finished_at"]), parse_time(data["abandoned_at"]),
             tuple(data["notes"]),
         )
 
-
-def _point(p: dict[str, Any]) -> ResumePoint:
-    return ResumePoint(p["group"], p["topic"], p["partition"], p["target_topic"], p["target_offset"],
-                       Basis(p["basis"]), p["source_offset"], p["max_repeats"], _time(p["as_of"]))
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dt.datetime):
-        return _iso(value)
-    if isinstance(value, StrEnum):
-        return value.value
-    if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
-    if hasattr(value, "__dataclass_fields__"):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
-    return value
-
-
-def _iso(value: dt.datetime | None) -> str | None:
-    return None if value is None else value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
-
-
-def _time(value: str | None) -> dt.datetime | None:
-    return None if value is None else dt.datetime.fromisoformat(value)  # Python 3.11 reads the "Z"
-
-
-def _need(value: dt.datetime | None) -> dt.datetime:
-    if value is None:
-        raise ValueError("failover run: triggered_at is missing")
-    return value
 
 
 def next_steps(run: FailoverRun) -> str:
@@ -286,7 +258,7 @@ def _resume_words(commits: list[GroupCommit]) -> str:
     points = [c.point for c in commits if c.point.target_offset is not None]
     if any(p.basis == Basis.TIMESTAMP for p in points):
         instant = next(p.as_of for p in points if p.basis == Basis.TIMESTAMP)
-        return f"at the first record at or after {_iso(instant)}: records from then on may be read again"
+        return f"at the first record at or after {iso(instant)}: records from then on may be read again"
     repeats = sum(p.max_repeats or 0 for p in points)
     if repeats:
         return f"without skipping any record; at most {repeats} records may be read again"
