@@ -17,6 +17,7 @@ import json
 import logging
 import urllib.error
 import urllib.request
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,7 +29,9 @@ try:  # Airflow is optional: without it the notifiers are plain callables
     from airflow.sdk import BaseNotifier as _NotifierBase
 except ImportError:  # pragma: no cover - exercised in a subprocess without Airflow
 
-    class _NotifierBase:  # type: ignore[no-redef]
+    class _NotifierBase(ABC):  # type: ignore[no-redef]
+        """Airflow's BaseNotifier, as far as ours use it: called with the context, it notifies."""
+
         template_fields: tuple[str, ...] = ()
 
         def __init__(self, context: Mapping[str, Any] | None = None) -> None:
@@ -37,8 +40,9 @@ except ImportError:  # pragma: no cover - exercised in a subprocess without Airf
         def __call__(self, context: Mapping[str, Any]) -> None:
             self.notify(context)
 
+        @abstractmethod
         def notify(self, context: Mapping[str, Any]) -> None:
-            raise NotImplementedError
+            """Deliver the alert (each notifier its own way)."""
 
 
 log = logging.getLogger(__name__)
