@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import re
 import signal
 import sys
 import threading
@@ -14,6 +16,20 @@ from replicator.domain.secrets import redact
 
 log = logging.getLogger(__name__)
 
+WORKER_ID_ENV = "MIRRORFLOW_WORKER_ID"
+_WORKER_ID = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+
+
+def worker_id_of(args: argparse.Namespace) -> str | None:
+    """The ``--worker-id`` (static group membership), checked; None when not given."""
+    from replicator.errors import UsageError
+
+    if args.worker_id is None:
+        return None
+    if not _WORKER_ID.match(args.worker_id):
+        raise UsageError(f"--worker-id {args.worker_id!r}: use 1 to 200 letters, digits, '.', '_' or '-'")
+    return str(args.worker_id)
+
 
 def register(commands: Any) -> None:
     """Add the ``run`` command."""
@@ -22,6 +38,12 @@ def register(commands: Any) -> None:
     run.add_argument("--route", action="append", metavar="NAME",
                      help="route to run (repeatable; default: every route of the config)")
     run.add_argument("--metrics-port", type=int, metavar="P", help="serve Prometheus metrics on this port")
+    run.add_argument(
+        "--worker-id", metavar="ID", default=os.environ.get(WORKER_ID_ENV) or None,
+        help=f"a stable identity for this worker (env {WORKER_ID_ENV}): a worker restarted under the same id "
+        "(systemd, a Kubernetes StatefulSet) takes its partitions back at once instead of after the group's "
+        "session timeout; two running workers of a route must never share one",
+    )
     run.set_defaults(handler=run_routes)
 
 
@@ -32,6 +54,7 @@ def run_routes(args: argparse.Namespace) -> int:
     from replicator.worker.route_worker import RouteWorker
 
     config = config_of(args)
+    worker_id = worker_id_of(args)
     routes = [config.route(name) for name in args.route] if args.route else list(config.routes)
     if not routes:
         from replicator.errors import ConfigError
@@ -63,8 +86,8 @@ def run_routes(args: argparse.Namespace) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    threads = [threading.Thread(target=work, args=(RouteWorker(config, r, store),), name=f"route-{r.name}")
-               for r in routes]
+    threads = [threading.Thread(target=work, args=(RouteWorker(config, r, store, worker_id=worker_id),),
+                                name=f"route-{r.name}") for r in routes]
     for thread in threads:
         thread.start()
     while any(t.is_alive() for t in threads):
@@ -72,5 +95,17 @@ def run_routes(args: argparse.Namespace) -> int:
             thread.join(timeout=0.2)
     store.close()
     if errors:
-        raise errors[0]
+        raise as_route_failure(errors[0])
     return 0
+
+
+def as_route_failure(exc: BaseException) -> BaseException:
+    """A worker thread's error as the one line the CLI prints: ours as they are, anything else
+    (a bug) named by its type, with the traceback kept for ``--log-level debug``."""
+    from replicator.errors import MirrorFlowError
+    from replicator.worker.route_worker import RouteFailed
+
+    if isinstance(exc, (MirrorFlowError, KeyboardInterrupt)):
+        return exc
+    log.debug("worker thread failed", exc_info=exc)
+    return RouteFailed(f"worker stopped on an internal error: {type(exc).__name__}: {exc}")

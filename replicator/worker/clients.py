@@ -52,14 +52,17 @@ def group_id(route: RouteConfig) -> str:
     return f"mirrorflow-{route.name}"
 
 
-def consumer_settings(config: Config, route: RouteConfig, **callbacks: Callable[..., Any]) -> dict[str, Any]:
-    """Consumer of the route's source cluster."""
+def consumer_settings(config: Config, route: RouteConfig, worker_id: str | None = None,
+                      **callbacks: Callable[..., Any]) -> dict[str, Any]:
+    """Consumer of the route's source cluster; a ``worker_id`` makes it a static member."""
     source = config.cluster(route.source)
+    static = {"group.instance.id": worker_id} if worker_id else {}
     return {
         **CONSUMER_DEFAULTS,
         **source.client_properties(route.consumer),
         **CONSUMER_FIXED,
         "group.id": group_id(route),
+        **static,
         "client.id": f"mirrorflow-{route.name}-consumer",
         "logger": LIBRDKAFKA_LOG,
         **callbacks,

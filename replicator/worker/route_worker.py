@@ -46,8 +46,8 @@ class RouteWorker:
     """Replicates one route until ``stop`` is set or an unrecoverable error occurs."""
 
     def __init__(self, config: Config, route: RouteConfig, store: StateStore | None = None,
-                 batch_size: int = 2000) -> None:
-        self.config, self.route, self.batch_size = config, route, batch_size
+                 batch_size: int = 2000, worker_id: str | None = None) -> None:
+        self.config, self.route, self.batch_size, self.worker_id = config, route, batch_size, worker_id
         self.subscription = Subscription(config, route, store)
         self.positioner = Positioner(route, self.subscription.state.data_loss, self.subscription.recreated)
         self.topic_id_of: dict[TP, str] = {}  # the topic id each owned partition's offsets count records of
@@ -77,7 +77,7 @@ class RouteWorker:
         """The main loop; flushes, commits and closes on the way out."""
         self._producer = Producer(producer_settings(self.config, self.route, on_delivery=self._on_delivery,
                                                     error_cb=self._link_error("target")))
-        self._consumer = Consumer(consumer_settings(self.config, self.route, on_commit=self._on_commit,
+        self._consumer = Consumer(consumer_settings(self.config, self.route, self.worker_id, on_commit=self._on_commit,
                                                     stats_cb=self._on_stats, error_cb=self._link_error("source")))
         heartbeat = HeartbeatEmitter.for_route(self.config, self.route)  # sla.heartbeats
         if heartbeat is not None:

@@ -81,3 +81,13 @@ def test_bad_dev_ports_env_is_a_usage_error(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("MIRRORFLOW_DEV_PORTS", "primary=abc")
     assert main(["dev", "status", "--home", str(tmp_path)]) == 2
     assert "MIRRORFLOW_DEV_PORTS" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("worker_id", ["", "has space", "x" * 201, "semi;colon"])
+def test_a_bad_worker_id_exits_2_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           worker_id: str) -> None:
+    config = tmp_path / "mirrorflow.yaml"
+    config.write_text("clusters: {a: {bootstrap.servers: '127.0.0.1:1'}}\n"
+                      "routes: [{name: r, source: a, target: a, topics: [t]}]\n")
+    assert main(["run", "--config", str(config), "--worker-id", worker_id]) == 2
+    assert "--worker-id" in capsys.readouterr().err
