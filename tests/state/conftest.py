@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -65,13 +66,21 @@ def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield f"sqlite:///{tmp_path / 'state.db'}"
         return
     base: str = request.getfixturevalue("postgres_url")
+    with fresh_database(base, f"t{os.getpid()}_{abs(hash(request.node.nodeid)) % 10**8}") as url:
+        yield url
+
+
+@contextmanager
+def fresh_database(base_url: str, name: str) -> Iterator[str]:
+    """The URL of a new, empty database ``name`` on the server of ``base_url``, dropped afterwards."""
     from sqlalchemy import create_engine, text
 
-    name = f"t{os.getpid()}_{abs(hash(request.node.nodeid)) % 10**8}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    admin = create_engine(base_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
-    yield base.rsplit("/", 1)[0] + f"/{name}"
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    try:
+        yield base_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
