@@ -13,7 +13,7 @@ from alembic.config import Config as AlembicConfig
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from replicator.domain.secrets import redact_url
@@ -89,7 +89,11 @@ class StateStore:
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = make_engine(url)
-        upgrade(self.engine)
+        try:
+            upgrade(self.engine)
+        except BaseException:
+            self.engine.dispose()  # a caller that waits for the database opens a new store each time
+            raise
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @contextmanager
@@ -103,15 +107,17 @@ class StateStore:
 
         Two workers of a route start together and upsert the same rows: the loser of
         that race sees an IntegrityError (or SQLite's "database is locked"), and the
-        retry finds the row the winner wrote.
+        retry finds the row the winner wrote. A connection the server closed (it
+        restarted) is replaced by the retry too. The last failure is raised as a
+        :class:`StateStoreError` naming its cause (``retriable`` when worth asking again).
         """
         for attempt in range(1, attempts + 1):
             try:
                 with self.session() as session:
                     return work(session)
-            except (IntegrityError, OperationalError) as exc:
+            except DBAPIError as exc:
                 if attempt == attempts:
-                    raise state_error(exc, self.engine.url, "write") from None
+                    raise state_error(exc, self.engine.url, "query") from None
                 time.sleep(0.1 * attempt)
         raise AssertionError("unreachable")
 
