@@ -8,29 +8,13 @@ starts a throwaway server on a free loopback port and removes it at the end.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.support import free_port
-
-
-def _pg_bin() -> Path | None:
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-    if found:
-        return found[-1].parent
-    initdb = shutil.which("initdb")
-    return Path(initdb).parent if initdb else None
-
-
-def _as_postgres_user(command: list[str]) -> list[str]:
-    # initdb refuses to run as root; CI runs as root.
-    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+from tests.postgres import PostgresServer, pg_bin
 
 
 @pytest.fixture(scope="session")
@@ -40,23 +24,15 @@ def postgres_url() -> Iterator[str]:
     if given:
         yield given
         return
-    bindir = _pg_bin()
+    bindir = pg_bin()
     if bindir is None:
         pytest.skip("PostgreSQL is not installed here (no initdb); SQLite cases still run")
-    home = Path(tempfile.mkdtemp(prefix="mirrorflow-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(home, "postgres", "postgres")
-    data, port = home / "data", free_port()
-    run = lambda *cmd: subprocess.run(_as_postgres_user([str(bindir / cmd[0]), *cmd[1:]]),  # noqa: E731
-                                      check=True, capture_output=True, timeout=120)
-    run("initdb", "-D", str(data), "-U", "mirrorflow", "--auth=trust", "-E", "UTF8")
-    run("pg_ctl", "-D", str(data), "-w", "-l", str(home / "pg.log"), "-o",
-        f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+    server = PostgresServer(bindir)
     try:
-        yield f"postgresql+psycopg://mirrorflow@127.0.0.1:{port}/postgres"
+        server.start()
+        yield server.url
     finally:
-        run("pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop")
-        shutil.rmtree(home, ignore_errors=True)
+        server.remove()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
