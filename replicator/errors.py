@@ -41,4 +41,12 @@ class ClusterError(MirrorFlowError):
 
 
 class StateStoreError(MirrorFlowError):
-    """The state database could not be opened or migrated."""
+    """The state database could not be opened, migrated, read or written.
+
+    ``retriable``: it may answer if asked again (down, restarting, locked by another
+    writer); otherwise the URL or the database itself must change first.
+    """
+
+    def __init__(self, message: str, *, retriable: bool = False, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.retriable, self.exit_code = retriable, exit_code

@@ -31,10 +31,11 @@ def by_partition(recs: list[Rec], partitions: int) -> dict[int, list[Rec]]:
     return {p: [r for r in recs if r.partition == p] for p in range(partitions)}
 
 
-def write_config(path: Path, primary: str, backup: str, routes: list[dict[str, object]]) -> Path:
+def write_config(path: Path, primary: str, backup: str, routes: list[dict[str, object]],
+                 state_url: str | None = None) -> Path:
     path.write_text(json.dumps({  # JSON is YAML
         "clusters": {"primary": {"bootstrap.servers": primary}, "backup": {"bootstrap.servers": backup}},
         "routes": routes,
-        "state": {"url": f"sqlite:///{path.parent / 'state.db'}"},
+        "state": {"url": state_url or f"sqlite:///{path.parent / 'state.db'}"},
     }))
     return path

@@ -7,6 +7,7 @@ from typing import Any
 
 from replicator.cli.common import add_config_arg, config_of
 from replicator.cli.output import as_json, table
+from replicator.domain.secrets import redact_url
 
 
 def register(commands: Any) -> None:
@@ -25,6 +26,7 @@ def check_config(args: argparse.Namespace) -> int:
     if args.json:
         data = config.model_dump(mode="json")
         data["clusters"] = {name: c.redacted() for name, c in config.clusters.items()}
+        data["state"]["url"] = redact_url(config.state.url)
         print(as_json(data))
         return 0
     print(table(
@@ -40,5 +42,5 @@ def check_config(args: argparse.Namespace) -> int:
             for r in config.routes
         ],
     ))
-    print(f"\nstate: {config.state.url}")
+    print(f"\nstate: {redact_url(config.state.url)}")
     return 0

@@ -9,10 +9,14 @@ import re
 import signal
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from replicator.cli.common import add_config_arg, config_of
 from replicator.domain.secrets import redact
+
+if TYPE_CHECKING:
+    from replicator.config import Config, RouteConfig
+    from replicator.state.store import StateStore
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +54,6 @@ def register(commands: Any) -> None:
 def run_routes(args: argparse.Namespace) -> int:
     """Start a worker thread per route; a stop signal drains and commits every one of them."""
     from replicator.worker import metrics
-    from replicator.worker.preflight import preflight
     from replicator.worker.route_worker import RouteWorker
 
     config = config_of(args)
@@ -60,21 +63,12 @@ def run_routes(args: argparse.Namespace) -> int:
         from replicator.errors import ConfigError
 
         raise ConfigError("the config has no routes to run")
-    for route in routes:
-        preflight(config, route)
-        sys.stderr.write(
-            f"mirrorflow run: route {route.name}: {route.source} -> {route.target}, topics "
-            f"{list(route.topics)}, policy {route.policy}, source {redact(config.cluster(route.source).properties)}, "
-            f"target {redact(config.cluster(route.target).properties)}\n"
-        )
-    from replicator.state.repository import register_routes
-    from replicator.state.store import StateStore
-
-    store = StateStore(config.state.url)  # migrated once, before the threads share it
-    store.run(lambda session: register_routes(session, routes))
+    stop = threading.Event()
+    store = _start(config, routes, stop)
+    if store is None:
+        return 0  # stopped while the state database was away: nothing started
     if args.metrics_port:
         metrics.serve(args.metrics_port)
-    stop = threading.Event()
     errors: list[BaseException] = []
 
     def work(worker: RouteWorker) -> None:
@@ -97,6 +91,36 @@ def run_routes(args: argparse.Namespace) -> int:
     if errors:
         raise as_route_failure(errors[0])
     return 0
+
+
+def _start(config: Config, routes: list[RouteConfig], stop: threading.Event) -> StateStore | None:
+    """The state DB first (waited for; a stop signal meanwhile ends the start), then each route's clusters."""
+    from replicator.worker.preflight import check_clusters
+    from replicator.worker.startup import open_state
+
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        store = open_state(config, routes, stop)  # migrated once, before the threads share it
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if store is None:
+        log.warning("stopped before starting: the state database did not answer routes=%s",
+                    ",".join(r.name for r in routes))
+        return None
+    try:
+        for route in routes:
+            check_clusters(config, route)
+            sys.stderr.write(
+                f"mirrorflow run: route {route.name}: {route.source} -> {route.target}, topics "
+                f"{list(route.topics)}, policy {route.policy}, "
+                f"source {redact(config.cluster(route.source).properties)}, "
+                f"target {redact(config.cluster(route.target).properties)}\n"
+            )
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 def as_route_failure(exc: BaseException) -> BaseException:

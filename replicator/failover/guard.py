@@ -9,9 +9,13 @@ a failback will release it when it reverses the route.
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
 from replicator.config import Config, RouteConfig
 from replicator.errors import MirrorFlowError
+
+if TYPE_CHECKING:
+    from replicator.state.store import StateStore
 
 
 class RouteFailedOver(MirrorFlowError):
@@ -20,17 +24,23 @@ class RouteFailedOver(MirrorFlowError):
     exit_code = 2
 
 
-def refuse_if_failed_over(config: Config, route: RouteConfig) -> None:
-    """Raise :class:`RouteFailedOver` naming the failover run when ``route`` is held."""
-    from replicator.state.failovers import route_hold
-    from replicator.state.store import StateStore
+def refuse_if_failed_over(config: Config, route: RouteConfig, store: StateStore | None = None) -> None:
+    """Raise :class:`RouteFailedOver` naming the failover run when ``route`` is held.
 
-    store = StateStore(config.state.url)
-    try:
-        with store.session() as session:
-            hold = route_hold(session, route.name)
-    finally:
-        store.close()
+    ``store``: the caller's open state DB (else one is opened for this question). A DB
+    that does not answer raises its :class:`StateStoreError`: silence never means "not held".
+    """
+    from replicator.state.failovers import route_hold
+
+    if store is None:
+        from replicator.state.store import StateStore
+
+        own = StateStore(config.state.url)
+        try:
+            return refuse_if_failed_over(config, route, own)
+        finally:
+            own.close()
+    hold = store.run(lambda session: route_hold(session, route.name))
     if hold is not None:
         stopped = hold.stopped_at.astimezone(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         raise RouteFailedOver(

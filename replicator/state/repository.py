@@ -95,8 +95,16 @@ def _to_domain(route: str, row: RouteTopicRow) -> RouteTopic:
 
 
 def record_data_loss(session: Session, route: str, topic: str, partition: int, lost: tuple[int, int]) -> None:
-    """Store the half-open range ``[from, to)`` of records retention deleted before the route copied them."""
-    session.add(DataLossRow(route=route, topic=topic, partition=partition, from_offset=lost[0], to_offset=lost[1]))
+    """Store the half-open range ``[from, to)`` of records retention deleted before the route copied them.
+
+    Once: the same range reported again (a write retried after its answer was lost, a
+    partition placed again) is the same loss.
+    """
+    same = select(DataLossRow.id).where(
+        DataLossRow.route == route, DataLossRow.topic == topic, DataLossRow.partition == partition,
+        DataLossRow.from_offset == lost[0], DataLossRow.to_offset == lost[1])
+    if session.scalar(same.limit(1)) is None:
+        session.add(DataLossRow(route=route, topic=topic, partition=partition, from_offset=lost[0], to_offset=lost[1]))
 
 
 def data_losses(session: Session, route: str) -> list[tuple[str, int, int, int]]:

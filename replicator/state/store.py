@@ -6,20 +6,24 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TypeVar
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from replicator.domain.secrets import redact_url
 from replicator.errors import StateStoreError
 from replicator.paths import SQL_DIR
+from replicator.state.db_errors import shown_url, state_error
+from replicator.state.engine import make_engine
+from replicator.state.migration_lock import advisory_lock, file_lock
+
+__all__ = ["StateStore", "current_revision", "head_revision", "make_engine", "upgrade"]
 
 MIGRATIONS_DIR = SQL_DIR / "migrations"
 VERSION_TABLE = "mf_alembic_version"  # not Alembic's default: the DB may be shared with Airflow's
@@ -29,63 +33,54 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-def alembic_config(engine: Engine) -> AlembicConfig:
-    """An Alembic config for ``engine`` without any .ini file."""
+def alembic_config(connection: Connection | None = None) -> AlembicConfig:
+    """An Alembic config without any .ini file; its migrations run on ``connection``."""
     cfg = AlembicConfig()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    cfg.attributes["engine"] = engine
+    cfg.attributes["connection"] = connection
     return cfg
 
 
-def _sqlite_pragmas(dbapi_connection: object, _record: object) -> None:
-    cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA journal_mode=WAL")  # readers (status, UI) never block the writer
-    cursor.close()
-
-
-def make_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite files get their folder created and foreign keys on."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError as exc:
-        raise StateStoreError(f"state.url: not a database URL: {exc}") from None
-    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-    try:
-        engine = create_engine(parsed)
-    except (ArgumentError, ImportError) as exc:
-        raise StateStoreError(f"state.url: cannot use {parsed.render_as_string()}: {exc}") from None
-    if parsed.get_backend_name() == "sqlite":
-        event.listen(engine, "connect", _sqlite_pragmas)
-    return engine
+def _revision(connection: Connection) -> str | None:
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    return context.get_current_revision()
 
 
 def current_revision(engine: Engine) -> str | None:
     """The migration the database is at, or None when it was never migrated."""
     with engine.connect() as connection:
-        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
-        return context.get_current_revision()
+        return _revision(connection)
 
 
-def head_revision(engine: Engine) -> str | None:
+def head_revision() -> str | None:
     """The newest migration shipped in ``sql/migrations``."""
-    return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
 def upgrade(engine: Engine) -> tuple[str | None, str | None]:
-    """Migrate to the newest schema; returns (revision before, revision after)."""
+    """Migrate to the newest schema; returns (revision before, revision after).
+
+    Safe from many processes at once: see :mod:`replicator.state.migration_lock`. A
+    database already at head is only read, so read-only users never take the lock.
+    """
+    head = head_revision()
     try:
         before = current_revision(engine)
-        head = head_revision(engine)
         if before != head:
-            log.info("migrating state database from=%s to=%s", before, head)
-            command.upgrade(alembic_config(engine), "head")
+            with file_lock(engine.url), engine.begin() as connection:
+                advisory_lock(connection)
+                before = _revision(connection)  # another process may have migrated while this one waited
+                if before != head:
+                    log.info("migrating state database url=%s from=%s to=%s", shown_url(engine.url), before, head)
+                    command.upgrade(alembic_config(connection), "head")
         return before, head
-    except OperationalError as exc:
-        raise StateStoreError(f"state database unreachable or not writable: {exc.orig}") from None
+    except DBAPIError as exc:
+        raise state_error(exc, engine.url, "migration") from None
+    except OSError as exc:  # the lock file beside a SQLite database
+        raise StateStoreError(f"state database not writable ({shown_url(engine.url)}): {exc}") from None
     except SQLAlchemyError as exc:
-        raise StateStoreError(f"state database migration failed: {exc}") from exc
+        raise StateStoreError(f"state database migration failed ({shown_url(engine.url)}): "
+                              f"{redact_url(str(exc).splitlines()[0])}") from None
 
 
 class StateStore:
@@ -94,7 +89,11 @@ class StateStore:
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = make_engine(url)
-        upgrade(self.engine)
+        try:
+            upgrade(self.engine)
+        except BaseException:
+            self.engine.dispose()  # a caller that waits for the database opens a new store each time
+            raise
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @contextmanager
@@ -108,15 +107,17 @@ class StateStore:
 
         Two workers of a route start together and upsert the same rows: the loser of
         that race sees an IntegrityError (or SQLite's "database is locked"), and the
-        retry finds the row the winner wrote.
+        retry finds the row the winner wrote. A connection the server closed (it
+        restarted) is replaced by the retry too. The last failure is raised as a
+        :class:`StateStoreError` naming its cause (``retriable`` when worth asking again).
         """
         for attempt in range(1, attempts + 1):
             try:
                 with self.session() as session:
                     return work(session)
-            except (IntegrityError, OperationalError) as exc:
+            except DBAPIError as exc:
                 if attempt == attempts:
-                    raise StateStoreError(f"state database write failed: {exc.orig}") from None
+                    raise state_error(exc, self.engine.url, "query") from None
                 time.sleep(0.1 * attempt)
         raise AssertionError("unreachable")
 

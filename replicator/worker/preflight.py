@@ -1,4 +1,7 @@
-"""Checks before a route starts: it was not failed over, both clusters answer, it cannot copy onto itself."""
+"""Checks before a route starts: both clusters answer, it cannot copy onto itself.
+
+(That it was not failed over is asked first, of the state DB: see replicator.worker.startup.)
+"""
 
 from __future__ import annotations
 
@@ -8,12 +11,8 @@ from replicator.kafka.admin import cluster_metadata
 from replicator.worker.clients import admin_settings
 
 
-def preflight(config: Config, route: RouteConfig, timeout: float = 15.0) -> None:
-    """Raise a clear error (no secrets) when the route was failed over, a cluster is unreachable or the route
-    would loop on itself."""
-    from replicator.failover.guard import refuse_if_failed_over
-
-    refuse_if_failed_over(config, route)  # first: a failed-over route's source may well be down
+def check_clusters(config: Config, route: RouteConfig, timeout: float = 15.0) -> None:
+    """Raise a clear error (no secrets) when a cluster is unreachable or the route would loop on itself."""
     ids = {}
     for side in ("source", "target"):
         name = getattr(route, side)

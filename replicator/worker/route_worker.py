@@ -417,4 +417,5 @@ class RouteWorker:
             self._consumer.close()
             if self.dead_letters is not None:
                 self.dead_letters.close()
+            self.subscription.state.close()  # lost ranges kept while the state DB was away
             log.info("route stopped route=%s", self.route.name)

@@ -8,28 +8,13 @@ starts a throwaway server on a free loopback port and removes it at the end.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.support import free_port
-
-
-def _pg_bin() -> Path | None:
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-    if found:
-        return found[-1].parent
-    initdb = shutil.which("initdb")
-    return Path(initdb).parent if initdb else None
-
-
-def _as_postgres_user(command: list[str]) -> list[str]:
-    # initdb refuses to run as root; CI runs as root.
-    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+from tests.postgres import PostgresServer, pg_bin
 
 
 @pytest.fixture(scope="session")
@@ -39,23 +24,15 @@ def postgres_url() -> Iterator[str]:
     if given:
         yield given
         return
-    bindir = _pg_bin()
+    bindir = pg_bin()
     if bindir is None:
         pytest.skip("PostgreSQL is not installed here (no initdb); SQLite cases still run")
-    home = Path(tempfile.mkdtemp(prefix="mirrorflow-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(home, "postgres", "postgres")
-    data, port = home / "data", free_port()
-    run = lambda *cmd: subprocess.run(_as_postgres_user([str(bindir / cmd[0]), *cmd[1:]]),  # noqa: E731
-                                      check=True, capture_output=True, timeout=120)
-    run("initdb", "-D", str(data), "-U", "mirrorflow", "--auth=trust", "-E", "UTF8")
-    run("pg_ctl", "-D", str(data), "-w", "-l", str(home / "pg.log"), "-o",
-        f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+    server = PostgresServer(bindir)
     try:
-        yield f"postgresql+psycopg://mirrorflow@127.0.0.1:{port}/postgres"
+        server.start()
+        yield server.url
     finally:
-        run("pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop")
-        shutil.rmtree(home, ignore_errors=True)
+        server.remove()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -65,13 +42,21 @@ def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield f"sqlite:///{tmp_path / 'state.db'}"
         return
     base: str = request.getfixturevalue("postgres_url")
+    with fresh_database(base, f"t{os.getpid()}_{abs(hash(request.node.nodeid)) % 10**8}") as url:
+        yield url
+
+
+@contextmanager
+def fresh_database(base_url: str, name: str) -> Iterator[str]:
+    """The URL of a new, empty database ``name`` on the server of ``base_url``, dropped afterwards."""
     from sqlalchemy import create_engine, text
 
-    name = f"t{os.getpid()}_{abs(hash(request.node.nodeid)) % 10**8}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    admin = create_engine(base_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
-    yield base.rsplit("/", 1)[0] + f"/{name}"
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    try:
+        yield base_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

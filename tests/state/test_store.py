@@ -31,7 +31,7 @@ def test_migrations_create_exactly_the_models(state_url: str) -> None:
         with store.engine.connect() as connection:
             context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
             assert compare_metadata(context, Base.metadata) == []
-        assert current_revision(store.engine) == head_revision(store.engine) is not None
+        assert current_revision(store.engine) == head_revision() is not None
     finally:
         store.close()
 

@@ -60,11 +60,16 @@ def test_bad_config_exits_2_with_key_path_and_no_traceback(tmp_path: Path) -> No
 
 def test_config_check_json_masks_secrets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = tmp_path / "m.yaml"
-    good.write_text("clusters:\n  a: {bootstrap.servers: 'h:1', sasl.password: topsecret, ssl.key.pem: PEM}\n")
+    good.write_text("clusters:\n  a: {bootstrap.servers: 'h:1', sasl.password: topsecret, ssl.key.pem: PEM}\n"
+                    "state: {url: 'postgresql+psycopg://app:dbsecret@db/mf'}\n")
     assert main(["config", "check", "--config", str(good), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["clusters"]["a"] == {"bootstrap.servers": "h:1", "sasl.password": "********",
                                       "ssl.key.pem": "********"}
+    assert shown["state"]["url"] == "postgresql+psycopg://app:********@db/mf"
+    assert main(["config", "check", "--config", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert "state: postgresql+psycopg://app:********@db/mf" in out and "dbsecret" not in out
 
 
 def test_config_comes_from_environment(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -1,0 +1,108 @@
+"""A running worker's state DB goes away and comes back: said once each way, nothing it had to store lost."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from replicator.config import parse_config
+from replicator.domain.route_topic import AddedBy, DesiredState
+from replicator.state import repository
+from replicator.state.store import StateStore
+from replicator.worker.state_link import StateLink
+
+CONFIG = parse_config("clusters: {a: {bootstrap.servers: 'x:1'}, b: {bootstrap.servers: 'y:1'}}\n"
+                      "routes: [{name: r, source: a, target: b, topics: [t]}]\n")
+ROUTE = CONFIG.route("r")
+AWAY, BACK = "state database unavailable", "state database answers again"
+
+
+@pytest.fixture
+def store(state_url: str) -> Iterator[StateStore]:
+    """A migrated store with route r registered (SQLite gives up on a lock after 0.1 s)."""
+    opened = StateStore(state_url + ("?timeout=0.1" if state_url.startswith("sqlite") else ""))
+    opened.run(lambda session: repository.register_routes(session, CONFIG.routes))
+    yield opened
+    opened.close()
+
+
+@contextmanager
+def outage(store: StateStore) -> Iterator[None]:
+    """The database refuses every connection and statement until the block ends."""
+    url = store.engine.url
+    store.engine.dispose()
+    if url.get_backend_name() == "sqlite":  # a rollback-journal exclusive lock keeps readers out too
+        holder = sqlite3.connect(str(url.database), isolation_level=None)
+        holder.execute("PRAGMA journal_mode=DELETE")
+        holder.execute("BEGIN EXCLUSIVE")
+        try:
+            yield
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        return
+    admin = create_engine(make_url(url).set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'ALTER DATABASE "{url.database}" ALLOW_CONNECTIONS false'))
+        connection.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :d"),
+                           {"d": url.database})
+        try:
+            yield
+        finally:
+            connection.execute(text(f'ALTER DATABASE "{url.database}" ALLOW_CONNECTIONS true'))
+    admin.dispose()
+
+
+def _lines(caplog: pytest.LogCaptureFixture, start: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith(start)]
+
+
+def test_lost_ranges_found_while_the_database_is_away_are_stored_once_it_answers(
+        store: StateStore, caplog: pytest.LogCaptureFixture) -> None:
+    link = StateLink(ROUTE, store, retry_seconds=0)  # ask again on every call: still one line each way
+    with outage(store):
+        link.data_loss("t", 0, (100, 250))
+        link.data_loss("t", 1, (5, 9))
+        link.data_loss("t", 0, (100, 250))  # the same range found again (the partition placed again)
+        assert link.held() is None  # unknown while away: no answer is no hold
+    assert len(_lines(caplog, AWAY)) == 1 and _lines(caplog, BACK) == []
+    assert link.held() is None  # a read: the DB answers, the kept writes go first
+    with store.session() as session:
+        assert repository.data_losses(session, "r") == [("t", 0, 100, 250), ("t", 1, 5, 9)]
+    [back] = _lines(caplog, BACK)
+    assert "route=r" in back and "skipped_writes=3 skipped_reads=1" in back
+    assert len(_lines(caplog, AWAY)) == 1
+
+
+def test_reads_while_away_answer_what_the_database_said_last(
+        store: StateStore, caplog: pytest.LogCaptureFixture) -> None:
+    with store.session() as session:
+        repository.set_topic(session, "r", "paused", DesiredState.PAUSED, AddedBy.CLI)
+        repository.set_topic(session, "r", "extra", DesiredState.REPLICATE, AddedBy.CLI)
+    link = StateLink(ROUTE, store, retry_seconds=0)
+    said = ({"extra"}, {"paused"})
+    assert link.manual_topics() == said
+    with outage(store):
+        assert link.manual_topics() == said  # its silence must not resume the paused topic
+    [away] = _lines(caplog, AWAY)
+    assert "route=r" in away and "cause=" in away
+    with store.session() as session:
+        repository.set_topic(session, "r", "paused", DesiredState.REPLICATE, AddedBy.CLI)
+    assert link.manual_topics() == ({"extra", "paused"}, set())
+    assert len(_lines(caplog, BACK)) == 1
+
+
+def test_a_worker_stopping_while_the_database_is_away_logs_the_ranges_it_could_not_store(
+        store: StateStore, caplog: pytest.LogCaptureFixture) -> None:
+    link = StateLink(ROUTE, store)
+    with outage(store):
+        link.data_loss("t", 2, (7, 11))
+        link.close()
+    [error] = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "count=1" in error.getMessage()
+    assert "data_loss topic=t partition=2 from=7 to_exclusive=11" in error.getMessage()
