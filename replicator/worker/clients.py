@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, RouteConfig
 
@@ -85,3 +89,15 @@ def producer_settings(config: Config, route: RouteConfig, **callbacks: Callable[
 def admin_settings(properties: Mapping[str, str]) -> dict[str, Any]:
     """An admin client of a cluster, quiet about connection failures (we report them)."""
     return {**properties, "logger": LIBRDKAFKA_LOG}
+
+
+@dataclass(frozen=True, slots=True)
+class ClientFactory:
+    """How a worker makes its clients: confluent-kafka's, or the fakes of ``replicator.testing``."""
+
+    consumer: Callable[[dict[str, Any]], Consumer] = Consumer
+    producer: Callable[[dict[str, Any]], Producer] = Producer
+    admin: Callable[[dict[str, Any]], AdminClient] = AdminClient
+
+
+KAFKA_CLIENTS = ClientFactory()

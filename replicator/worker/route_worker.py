@@ -3,6 +3,20 @@
 librdkafka does the I/O; this loop only moves references. The no-loss rule: a
 source offset is stored (and then committed by librdkafka's auto-commit) only
 after the target acknowledged that record and all before it (PartitionLedger).
+
+What keeps the rule true under faults:
+- every record the consumer returns is sent, or kept in ``backlog`` (oldest first)
+  while the producer's queue is full, or dropped only because its partition is no
+  longer placed on this worker (its next owner reads it again from the commit);
+- a newly assigned partition is paused until the loop has placed it (committed
+  offset, retention, recreated topic) and sought to that position: the callback
+  itself makes no network call, and a source that does not answer only delays it;
+- a partition handed over while records are still in flight keeps a retired ledger
+  for their late reports (see ``inflight``), so they never move a later commit;
+- no callback raises into librdkafka (``callbacks.shielded``); offset syncs are
+  produced by the loop, never from a delivery callback;
+- a cluster that does not answer is waited for, logged once when it goes and once
+  when it is back; only bad config, a refused record or a failover stop the route.
 """
 
 from __future__ import annotations
@@ -11,24 +25,28 @@ import json
 import logging
 import threading
 import time
-from collections import defaultdict, deque
+from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from replicator.config import Config, RouteConfig
 from replicator.domain.commit_metadata import encode_note
 from replicator.domain.dead_letter import may_not_fit, record_size
 from replicator.domain.inflight import PartitionLedger
-from replicator.domain.offset_sync import OffsetSyncWriter, decode_sync, encode_sync
+from replicator.domain.offset_sync import decode_sync, encode_sync
 from replicator.domain.provenance import should_skip, with_origin, without_origin
-from replicator.errors import MirrorFlowError
+from replicator.errors import ClusterError, MirrorFlowError
 from replicator.sla.heartbeat import HeartbeatEmitter
 from replicator.worker import metrics
 from replicator.worker.assignment import Positioner
-from replicator.worker.clients import consumer_settings, producer_settings
+from replicator.worker.callbacks import shielded
+from replicator.worker.clients import KAFKA_CLIENTS, ClientFactory, consumer_settings, producer_settings
 from replicator.worker.dead_letter import DeadLetterError, DeadLetterWriter
-from replicator.worker.subscription import Subscription
+from replicator.worker.inflight import InFlight
+from replicator.worker.refusals import describe_refusal
+from replicator.worker.subscription import REFRESH_SECONDS, Subscription
 
 if TYPE_CHECKING:
     from replicator.state.store import StateStore
@@ -42,13 +60,26 @@ class RouteFailed(MirrorFlowError):
     """The route stopped on an error it must not ride over (it names topic, partition, offset)."""
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerTimeouts:
+    """How long the worker waits for what (seconds)."""
+
+    handover: float = 10.0  # a revocation waits this long for the target to acknowledge what is in flight
+    shutdown: float = 30.0  # a stop waits this long, then commits what was acknowledged
+    retry: float = 1.0  # between attempts to place partitions while the source does not answer
+    backpressure_report: float = 5.0  # a source paused longer than this by a full queue is logged
+    refresh: float = REFRESH_SECONDS  # between looks at the source's topics
+
+
 class RouteWorker:
     """Replicates one route until ``stop`` is set or an unrecoverable error occurs."""
 
     def __init__(self, config: Config, route: RouteConfig, store: StateStore | None = None,
-                 batch_size: int = 2000, worker_id: str | None = None) -> None:
+                 batch_size: int = 2000, worker_id: str | None = None, clients: ClientFactory = KAFKA_CLIENTS,
+                 timeouts: WorkerTimeouts = WorkerTimeouts()) -> None:
         self.config, self.route, self.batch_size, self.worker_id = config, route, batch_size, worker_id
-        self.subscription = Subscription(config, route, store)
+        self.clients, self.timeouts = clients, timeouts
+        self.subscription = Subscription(config, route, store, timeouts.refresh, clients)
         self.positioner = Positioner(route, self.subscription.state.data_loss, self.subscription.recreated)
         self.topic_id_of: dict[TP, str] = {}  # the topic id each owned partition's offsets count records of
         # identity/mapping: loops are cut by header. Without the loop check (a failback's resync
@@ -56,18 +87,23 @@ class RouteWorker:
         # the target comes off: the records land as they were first written there.
         self.loop_check = route.loop_check
         self.add_origin = route.policy != "prefix" and route.loop_check
-        self.ledgers: dict[TP, PartitionLedger] = {}
-        self.writers: dict[TP, OffsetSyncWriter] = {}
-        self.dirty: set[TP] = set()
-        self.backlog: list[Message] = []
+        self.inflight = InFlight()
+        self.unplaced: set[TP] = set()  # assigned, paused, not yet positioned
+        self.resets: set[TP] = set()  # fell off the log; their recovery is still to be done
+        self.backlog: deque[Message] = deque()
+        self.paused = False  # the whole assignment, by a full producer queue
         self.merged: frozenset[str] = frozenset()  # the subscription's, kept here for the hot path
-        self.merge_order: dict[tuple[str, int], deque[str]] = defaultdict(deque)  # see Subscription.merged
         self.failure: str | None = None
+        self.unsafe = False  # a callback failed: commit nothing more
         self.refused: list[tuple[int | None, KafkaError]] = []
         self._sizes: dict[int, int] = {}  # source offset -> bytes, of records refused as too large
         self.meter = metrics.RouteMeter(route.name)
         self.dead_letters = DeadLetterWriter(config, route) if route.on_refused_record == "dead-letter" else None
         self.down: set[str] = set()  # "source"/"target" while unreachable
+        self.troubles: dict[str, str] = {}  # what keeps failing (topic refresh, placing), logged once
+        self._retry_at = 0.0
+        self._paused_at: float | None = None  # since when a full queue pauses the source
+        self._pause_reported = False
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
 
@@ -75,16 +111,17 @@ class RouteWorker:
 
     def run(self, stop: threading.Event) -> None:
         """The main loop; flushes, commits and closes on the way out."""
-        self._producer = Producer(producer_settings(self.config, self.route, on_delivery=self._on_delivery,
-                                                    error_cb=self._link_error("target")))
-        self._consumer = Consumer(consumer_settings(self.config, self.route, self.worker_id, on_commit=self._on_commit,
-                                                    stats_cb=self._on_stats, error_cb=self._link_error("source")))
+        self._producer = self.clients.producer(producer_settings(
+            self.config, self.route, on_delivery=self._on_delivery, error_cb=self._on_target_error))
+        self._consumer = self.clients.consumer(consumer_settings(
+            self.config, self.route, self.worker_id, on_commit=self._on_commit, stats_cb=self._on_stats,
+            error_cb=self._on_source_error))
         heartbeat = HeartbeatEmitter.for_route(self.config, self.route)  # sla.heartbeats
         if heartbeat is not None:
             heartbeat.start()  # creates the heartbeat topic before the first topic scan
         self.subscription.open()
-        log.info("route starting route=%s source=%s target=%s group=%s", self.route.name,
-                 self.route.source, self.route.target, f"mirrorflow-{self.route.name}")
+        log.info("route starting route=%s source=%s target=%s group=%s worker_id=%s", self.route.name,
+                 self.route.source, self.route.target, f"mirrorflow-{self.route.name}", self.worker_id or "-")
         try:
             self._loop(stop)
         finally:
@@ -100,17 +137,23 @@ class RouteWorker:
         while not stop.is_set() and self.failure is None:
             if self.subscription.due():
                 self._resubscribe()
-            if self.backlog and not self._drain_backlog():
-                consumer.consume(1, 0.05)  # keeps group membership while the target is slow
-            else:
-                # librdkafka's batch consume waits its whole timeout unless the batch fills:
-                # take what is there at once, and only block (until one arrives) when empty.
-                messages = consumer.consume(self.batch_size, 0) or consumer.consume(1, 0.05)
-                if self.failure:
-                    break
-                self._replicate(messages)
-            producer.poll(0)
+            if (self.unplaced or self.resets) and time.monotonic() >= self._retry_at:
+                self._place()
+            # librdkafka's batch consume waits its whole timeout unless the batch fills: take
+            # what is there at once, and only block (until one arrives) when there is nothing
+            # to do. While the queue is full every partition is paused: this call then only
+            # serves callbacks, and whatever it returns still joins the backlog.
+            messages = consumer.consume(self.batch_size, 0)
+            if not messages and not self.backlog:
+                messages = consumer.consume(1, 0.05)
+            if messages and "source" in self.down:
+                self._link_up("source")
+            self.backlog.extend(messages)
+            self._drain()
+            self._send_syncs()
+            producer.poll(0.05 if self.backlog else 0)  # a full queue: wait for room
             self._store_offsets()
+            self._report_backpressure()
             self.meter.publish()
 
     def _resubscribe(self) -> None:
@@ -119,25 +162,91 @@ class RouteWorker:
             log.error("route stops: failed over route=%s", self.route.name)
             self.failure = held
             return
-        topics = self.subscription.refresh()
+        try:
+            topics = self.subscription.refresh()
+        except (ClusterError, KafkaException) as exc:
+            self._trouble("topic refresh", exc)  # keep copying what is subscribed; try again later
+            return
+        self._untroubled("topic refresh")
         self.merged = self.subscription.merged
         if topics is not None and self._consumer is not None:
             self._consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke,
                                      on_lost=self._on_lost) if topics else self._consumer.unsubscribe()
 
+    def _trouble(self, what: str, exc: Exception) -> None:
+        reason = exc.args[0].str() if isinstance(exc, KafkaException) else str(exc)
+        if what not in self.troubles:
+            log.warning("%s failed, retrying (replication of what is placed goes on) route=%s error=%r",
+                        what, self.route.name, reason)
+        self.troubles[what] = reason
+
+    def _untroubled(self, what: str) -> None:
+        if self.troubles.pop(what, None) is not None:
+            log.warning("%s works again route=%s", what, self.route.name)
+
+    # -- placing assigned partitions ---------------------------------------------
+
+    def _place(self) -> None:
+        """Position the partitions assigned since the last call (and recover fallen-off ones)."""
+        consumer = self._consumer
+        assert consumer is not None
+        try:
+            self._recover_resets(consumer)
+            keys = sorted(self.unplaced)
+            if not keys:
+                return
+            ids = self.subscription.describe_ids(sorted({t for t, _ in keys}))
+            placed = self.positioner.place(consumer, [TopicPartition(t, p) for t, p in keys], ids)
+        except (ClusterError, KafkaException) as exc:
+            self._trouble("placing assigned partitions", exc)
+            self._retry_at = time.monotonic() + self.timeouts.retry
+            return
+        self._untroubled("placing assigned partitions")
+        self.failure = self.failure or self.positioner.failure
+        started = [tp for tp in placed if self._start(consumer, tp, ids)]
+        if started and not self.paused and self.failure is None:  # on_data_loss: fail copies nothing past the gap
+            consumer.resume(started)
+        if started:
+            metrics.ASSIGNED.labels(self.route.name).set(len(self.inflight.ledgers))
+            log.info("placed route=%s partitions=%s", self.route.name,
+                     ",".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in started))
+
+    def _start(self, consumer: Consumer, tp: TopicPartition, ids: dict[str, str]) -> bool:
+        key = (tp.topic, tp.partition)
+        try:
+            consumer.seek(tp)
+        except KafkaException as exc:
+            self._trouble("placing assigned partitions", exc)
+            self._retry_at = time.monotonic() + self.timeouts.retry
+            return False
+        self.unplaced.discard(key)
+        self.inflight.open(key)
+        if tp.topic in ids:
+            self.topic_id_of[key] = ids[tp.topic]
+        return True
+
+    def _recover_resets(self, consumer: Consumer) -> None:
+        for key in sorted(self.resets):
+            ledger = self.inflight.ledgers.get(key)
+            position = ledger.committable if ledger is not None else None
+            self.failure = self.positioner.recover(consumer, key, position) or self.failure
+            self.resets.discard(key)
+            self.subscription.force_refresh()
+
     # -- the copy ----------------------------------------------------------------
 
-    def _replicate(self, messages: list[Message]) -> None:
-        if messages and "source" in self.down:
-            self._link_up("source")
-        for index, message in enumerate(messages):
+    def _drain(self) -> None:
+        """Send the backlog, oldest first, until it is empty or the queue is full (then pause)."""
+        while self.backlog and self.failure is None:
+            message = self.backlog[0]
             if message.error() is not None:
                 self._on_consume_error(message)
-                continue
-            if not self._send(message):
-                self.backlog = messages[index:]
+            elif self.inflight.owns((message.topic(), message.partition())) and not self._send(message):
                 self._pause(True)
                 return
+            self.backlog.popleft()
+        if self.paused and not self.backlog:
+            self._pause(False)
 
     def _send(self, message: Message) -> bool:
         """Produce one record to the same partition of its target topic; False when the queue is full."""
@@ -163,10 +272,19 @@ class RouteWorker:
         except KafkaException as exc:  # refused before it left: too large for the producer itself
             self._refuse(message, exc.args[0].str())
             return True
-        self.ledgers[(topic, partition)].produced(message.offset())
-        if self.merged and target in self.merged:
-            self.merge_order[(target, partition)].append(topic)  # deliveries come back in this order
+        self.inflight.produced((topic, partition), message.offset(), target if target in self.merged else None)
         return True
+
+    def _send_syncs(self) -> None:
+        """Produce the offset syncs the delivery reports found, in order, while the queue has room."""
+        syncs = self.inflight.syncs
+        while syncs:
+            key, value = encode_sync(syncs[0])
+            try:
+                self._producer.produce(self.subscription.sync_topic, value, key, partition=0)  # type: ignore[union-attr]
+            except BufferError:
+                return
+            syncs.popleft()
 
     def _set_aside(self, message: Message, topic: str, headers: Any) -> bool:
         """Dead-letter mode: True when the record cannot fit its target topic and went aside."""
@@ -184,67 +302,65 @@ class RouteWorker:
     def _refuse(self, message: Message, reason: str) -> None:
         """Stop the route at this record: nothing from its offset on is committed."""
         key = (message.topic(), message.partition())
-        if key in self.ledgers:
-            self.ledgers[key].block(message.offset())
+        if self.inflight.owns(key):
+            self.inflight.ledgers[key].block(message.offset())
         metrics.ERRORS.labels(self.route.name, "refused").inc()
         if self.failure is None:
             self.failure = f"the record of {key[0]}[{key[1]}] at source offset {message.offset()}: {reason}"
             log.error("route stops at a record it cannot copy route=%s topic=%s partition=%s offset=%s reason=%r",
                       self.route.name, key[0], key[1], message.offset(), reason)
 
-    def _drain_backlog(self) -> bool:
-        """Send what the full queue refused earlier; True once the backlog is empty."""
-        self._producer.poll(0.05)  # type: ignore[union-attr]
-        while self.backlog:
-            message = self.backlog[0]
-            if (message.topic(), message.partition()) in self.ledgers and not self._send(message):
-                return False
-            self.backlog.pop(0)
-        self._pause(False)
-        return True
-
     def _pause(self, paused: bool) -> None:
         consumer = self._consumer
         assert consumer is not None
-        assignment = consumer.assignment()
-        if assignment:
-            (consumer.pause if paused else consumer.resume)(assignment)
+        self.paused = paused
         if paused:
-            log.warning("target slow or unreachable, producer queue full: pausing the source route=%s",
-                        self.route.name)
-        else:
-            log.warning("producer queue drained: resuming the source route=%s", self.route.name)
+            consumer.pause(consumer.assignment())
+            self._paused_at = self._paused_at or time.monotonic()
+            return
+        consumer.resume([tp for tp in consumer.assignment() if (tp.topic, tp.partition) not in self.unplaced])
+        if self._pause_reported and self._paused_at is not None:
+            log.warning("producer queue has room again: source resumed route=%s paused_s=%.1f",
+                        self.route.name, time.monotonic() - self._paused_at)
+        self._paused_at, self._pause_reported = None, False
 
+    def _report_backpressure(self) -> None:
+        """A pause that lasts is worth one line (short ones are the normal rhythm of a busy route)."""
+        since = self._paused_at
+        if since is not None and not self._pause_reported and \
+                time.monotonic() - since > self.timeouts.backpressure_report:
+            log.warning("target slow or unreachable, producer queue full: source paused route=%s paused_s=%.1f",
+                        self.route.name, time.monotonic() - since)
+            self._pause_reported = True
+
+    # -- delivery reports (callbacks: they only record facts) ---------------------
+
+    @shielded("delivery report")
     def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
         topic = message.topic()
         if topic == self.subscription.sync_topic:
             self._on_sync_delivery(error, message)
             return
-        if self.merged and topic in self.merged:
-            order = self.merge_order.get((topic, message.partition()))
-            source_topic = order.popleft() if order else None
-        else:
-            source_topic = self.subscription.source_of.get(topic)
-        key = (source_topic, message.partition())
-        ledger = self.ledgers.get(key)  # type: ignore[arg-type]
+        source_topic = self.inflight.source_topic(topic, message.partition(), self.subscription.source_of,
+                                                  self.merged)
+        key = (source_topic or "", message.partition())
+        ledger, live = self.inflight.ledger_of_report(key)
+        if ledger is None or not len(ledger):
+            metrics.ERRORS.labels(self.route.name, "unmatched_report").inc()
+            return
+        if not live:
+            ledger.delivered()  # a record of a partition handed over meanwhile: settled, commits nothing
+            return
         if error is not None:
-            if error.code() == KafkaError.MSG_SIZE_TOO_LARGE and ledger is not None and len(ledger):
+            if error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
                 self._sizes[ledger.peek()] = len(message.value() or b"") + len(message.key() or b"")
             self._fail_delivery(error, key, ledger)
             return
-        if self.down:
+        if "target" in self.down:
             self._link_up("target")
-        if ledger is None:
-            return  # revoked and flushed meanwhile: the new owner re-copies from the commit
-        source_offset = ledger.delivered()
-        sync = self.writers[key].observe(source_offset, message.offset())  # type: ignore[index]
-        if sync is not None:
-            ledger.hold(sync.source_offset, sync.previous_source_offset)
-            sync_key, sync_value = encode_sync(sync)
-            self._producer.produce(self.subscription.sync_topic, sync_value, sync_key)  # type: ignore[union-attr]
-        self.dirty.add(key)  # type: ignore[arg-type]
-        self.meter.records[source_topic] += 1  # type: ignore[index]
-        self.meter.bytes[source_topic] += len(message)  # value length, without copying the value  # type: ignore[index]
+        source_offset = self.inflight.delivered(key, ledger, message.offset())
+        self.meter.records[key[0]] += 1
+        self.meter.bytes[key[0]] += len(message)  # value length, without copying the value
         if source_offset % 64 == 0:
             kind, ts = message.timestamp()
             if kind and ts > 0:
@@ -255,122 +371,123 @@ class RouteWorker:
         if error is not None:
             self.failure = f"offset sync for {sync.topic}[{sync.partition}] not written: {error.str()}"
             return
-        ledger = self.ledgers.get((sync.topic, sync.partition))
-        if ledger is not None:
-            ledger.release(sync.source_offset)
-            self.dirty.add((sync.topic, sync.partition))
+        self.inflight.sync_delivered(sync)
 
-    def _fail_delivery(self, error: KafkaError, key: tuple[Any, int], ledger: PartitionLedger | None) -> None:
+    def _fail_delivery(self, error: KafkaError, key: TP, ledger: PartitionLedger) -> None:
         """Stop the route: never commit at or past the refused record (a refused batch
         fails every record in it), and name the record at fault."""
         metrics.ERRORS.labels(self.route.name, error.name()).inc()
-        offset = ledger.delivered() if ledger is not None and len(ledger) else None
-        if ledger is not None and offset is not None:
-            ledger.block(offset)  # later records may still be acked: the commit must not pass this one
+        offset = ledger.delivered()
+        ledger.block(offset)  # later records may still be acked: the commit must not pass this one
         self.refused.append((offset, error))
         if self.failure is None:
             log.error("target refused records route=%s topic=%s partition=%s first_offset=%s error=%s",
                       self.route.name, key[0], key[1], offset, error.name())
-        self.failure = self._describe_refusal(key)
-
-    def _describe_refusal(self, key: tuple[Any, int]) -> str:
-        first, error = self.refused[0]
-        where = f"{key[0]}[{key[1]}]"
-        if error.code() == KafkaError.MSG_SIZE_TOO_LARGE and self._sizes:
-            offset, size = max(self._sizes.items(), key=lambda item: item[1])
-            limit = self.subscription.limit_of.get(key[0])
-            if limit is not None and record_size(None, b"", None) + size < limit // 2:
-                return (f"a batch of {where} from source offset {first} is larger than the target topic accepts "
-                        f"(max.message.bytes={limit}) although its records are small: set the route's "
-                        f"producer batch.size below {limit}; nothing from offset {first} on was committed")
-            return (f"the record of {where} at source offset {offset} ({size} bytes) is larger than the "
-                    f"target accepts (MSG_SIZE_TOO_LARGE); nothing from offset {first} on was committed")
-        return f"target refused the record of {where} at source offset {first}: {error.name()}: {error.str()}"
+        first, first_error = self.refused[0]
+        self.failure = describe_refusal(f"{key[0]}[{key[1]}]", first, first_error, self._sizes,
+                                        self.subscription.limit_of.get(key[0]))
 
     def _store_offsets(self) -> None:
-        if not self.dirty or self._consumer is None:
+        if self._consumer is None or self.unsafe or not self.inflight.dirty:
             return
-        offsets = []
         stored_at = int(time.time() * 1000)  # `mirrorflow status` shows it as "last replicated"
-        for key in self.dirty:
-            ledger = self.ledgers.get(key)
-            position = ledger.commit_offset() if ledger is not None else None
-            if position is not None:
-                note = encode_note(stored_at, self.topic_id_of.get(key))
-                offsets.append(TopicPartition(key[0], key[1], position, metadata=note))
-        self.dirty.clear()
+        offsets = [TopicPartition(key[0], key[1], position, metadata=encode_note(stored_at, self.topic_id_of.get(key)))
+                   for key, position in self.inflight.commit_positions().items()]
         if offsets:
-            self._consumer.store_offsets(offsets=offsets)
+            try:
+                self._consumer.store_offsets(offsets=offsets)
+            except KafkaException as exc:  # a partition unassigned meanwhile: its next owner commits
+                log.debug("offsets not stored route=%s error=%s", self.route.name, exc.args[0].str())
 
-    # -- rebalance and errors ------------------------------------------------------
+    # -- rebalance (callbacks served by consume) -----------------------------------
 
+    @shielded("assignment")
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        ids = self.subscription.describe_ids(sorted({tp.topic for tp in partitions}))
-        positioned = self.positioner.place(consumer, partitions, ids)
-        self.failure = self.failure or self.positioner.failure
-        for tp in positioned:
-            if tp.topic in ids:
-                self.topic_id_of[(tp.topic, tp.partition)] = ids[tp.topic]
-            self.ledgers[(tp.topic, tp.partition)] = PartitionLedger()
-            self.writers[(tp.topic, tp.partition)] = OffsetSyncWriter(tp.topic, tp.partition)
-        consumer.incremental_assign(positioned)
-        if self.failure:
-            consumer.pause(positioned)  # on_data_loss: fail -- copy nothing past the gap
-        metrics.ASSIGNED.labels(self.route.name).set(len(self.ledgers))
+        """Take the partitions paused; the loop positions them (network calls stay out of callbacks).
+        The placeholder start is the log start, not the committed offset: librdkafka's own reset
+        on a partition without one would leave it in a state where it cannot be sought."""
+        start = [TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING) for tp in partitions]
+        consumer.incremental_assign(start)
+        consumer.pause(start)
+        self.unplaced.update((tp.topic, tp.partition) for tp in partitions)
+        self._retry_at = 0.0
         log.info("assigned route=%s partitions=%s", self.route.name,
-                 ",".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in positioned))
+                 ",".join(f"{tp.topic}[{tp.partition}]" for tp in partitions))
 
+    @shielded("revocation")
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """Hand over cleanly: everything in flight acknowledged, stored and committed first."""
-        self._flush_and_commit(partitions)
-        self._forget(partitions)
+        """Hand over cleanly: what is in flight acknowledged (within the hand-over time), stored and
+        committed first."""
+        keys = {(tp.topic, tp.partition) for tp in partitions}
+        if any(self.inflight.owns(key) for key in keys):
+            self._settle(self.timeouts.handover)
+            self._commit_now(keys)
+        self._forget(keys)
         consumer.incremental_unassign(partitions)
         log.info("revoked route=%s partitions=%s", self.route.name,
                  ",".join(f"{tp.topic}[{tp.partition}]" for tp in partitions))
 
+    @shielded("lost partitions")
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Lost (not handed over): another worker owns them now, commit nothing."""
-        self._forget(partitions)
+        self._forget({(tp.topic, tp.partition) for tp in partitions})
         consumer.incremental_unassign(partitions)
         log.warning("partitions lost route=%s count=%s", self.route.name, len(partitions))
 
-    def _forget(self, partitions: list[TopicPartition]) -> None:
-        gone = {(tp.topic, tp.partition) for tp in partitions}
-        for key in gone:
-            self.ledgers.pop(key, None)
-            self.writers.pop(key, None)
+    def _forget(self, keys: set[TP]) -> None:
+        unsettled = self.inflight.close(keys)
+        for key in keys:
             self.topic_id_of.pop(key, None)
-            self.dirty.discard(key)
-        self.backlog = [m for m in self.backlog if (m.topic(), m.partition()) not in gone]
-        metrics.ASSIGNED.labels(self.route.name).set(len(self.ledgers))
+        self.unplaced -= keys
+        self.resets -= keys
+        self.backlog = deque(m for m in self.backlog if (m.topic(), m.partition()) not in keys)
+        metrics.ASSIGNED.labels(self.route.name).set(len(self.inflight.ledgers))
+        if unsettled:
+            log.warning("handed over with records not yet acknowledged by the target: their next owner "
+                        "copies them again (duplicates, no loss) route=%s partitions=%d records=%d",
+                        self.route.name, len(keys), unsettled)
 
-    def _flush_and_commit(self, partitions: list[TopicPartition] | None = None) -> None:
-        producer, consumer = self._producer, self._consumer
-        assert producer is not None and consumer is not None
-        left = producer.flush(30)
-        if left and partitions is not None:
-            # Not acknowledged: not committed either, so the next owner copies them again
-            # (duplicates, never loss). Their late reports could not be told apart from a
-            # new assignment's, so this worker stops; a restart is the clean state.
-            self.failure = f"target did not acknowledge {left} records in 30 s during a hand-over"
-        self.dirty.update(self.ledgers if partitions is None else {(p.topic, p.partition) for p in partitions})
+    def _settle(self, timeout: float) -> int:
+        """Flush records and offset syncs for up to ``timeout`` s; returns how many are left."""
+        producer = self._producer
+        assert producer is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            self._send_syncs()
+            left = producer.flush(max(0.0, min(0.5, deadline - time.monotonic())))
+            if (left == 0 and not self.inflight.syncs) or time.monotonic() >= deadline:
+                return left + len(self.inflight.syncs)
+
+    def _commit_now(self, keys: set[TP] | None = None) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        self.inflight.dirty.update(self.inflight.ledgers if keys is None else keys & set(self.inflight.ledgers))
         self._store_offsets()
         try:
             consumer.commit(asynchronous=False)
             metrics.COMMITS.labels(self.route.name, "ok").inc()
-        except Exception as exc:  # noqa: BLE001 - "nothing to commit" is an exception too
-            if "NO_OFFSET" not in str(exc):
-                log.warning("commit failed route=%s error=%s", self.route.name, exc)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError._NO_OFFSET:
+                log.warning("commit failed route=%s error=%s", self.route.name, exc.args[0].str())
+
+    # -- errors and statistics ----------------------------------------------------
+
+    def callback_failed(self, name: str, exc: Exception) -> None:
+        """A callback raised (a bug): stop, commit nothing more, say why in one line."""
+        log.debug("callback failed route=%s callback=%s", self.route.name, name, exc_info=exc)
+        self.unsafe = True
+        if self.failure is None:
+            self.failure = f"internal error in the {name} callback: {type(exc).__name__}: {exc}"
+            log.error("route stops route=%s reason=%r", self.route.name, self.failure)
 
     def _on_consume_error(self, message: Message) -> None:
         error = message.error()
+        key = (message.topic(), message.partition())
         metrics.ERRORS.labels(self.route.name, error.name()).inc()
         if error.code() == KafkaError._AUTO_OFFSET_RESET:
-            key = (message.topic(), message.partition())
-            ledger = self.ledgers.get(key)
-            position = ledger.committable if ledger is not None else None
-            self.failure = self.positioner.recover(self._consumer, key, position)  # type: ignore[arg-type]
-            self.subscription.force_refresh()
+            if self.inflight.owns(key):  # unplaced ones are positioned by _place anyway
+                self.resets.add(key)
+                self._retry_at = 0.0
         elif error.fatal():
             self.failure = f"source consumer: {error.str()}"
         elif error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
@@ -378,32 +495,40 @@ class RouteWorker:
         else:
             log.warning("source error route=%s error=%s", self.route.name, error.str())
 
-    def _link_error(self, side: str) -> Any:
+    @shielded("source error")
+    def _on_source_error(self, error: KafkaError) -> None:
+        self._link_error("source", error)
+
+    @shielded("target error")
+    def _on_target_error(self, error: KafkaError) -> None:
+        self._link_error("target", error)
+
+    def _link_error(self, side: str, error: KafkaError) -> None:
         """librdkafka's error callback for one side: log when that cluster becomes unreachable."""
-        def on_error(error: KafkaError) -> None:
-            if error.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._AUTHENTICATION,
-                                KafkaError._SSL) and side not in self.down:
-                self.down.add(side)
-                metrics.ERRORS.labels(self.route.name, f"{side}_unreachable").inc()
-                log.warning("%s cluster unreachable, retrying (nothing new is committed) route=%s cluster=%s "
-                            "error=%r", side, self.route.name, getattr(self.route, side), error.str())
-            elif error.fatal():
-                self.failure = f"{side} client: {error.str()}"
-        return on_error
+        if error.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._AUTHENTICATION,
+                            KafkaError._SSL) and side not in self.down:
+            self.down.add(side)
+            metrics.ERRORS.labels(self.route.name, f"{side}_unreachable").inc()
+            log.warning("%s cluster unreachable, retrying (nothing new is committed) route=%s cluster=%s "
+                        "error=%r", side, self.route.name, getattr(self.route, side), error.str())
+        elif error.fatal():
+            self.failure = f"{side} client: {error.str()}"
 
     def _link_up(self, side: str) -> None:
         self.down.discard(side)
         log.warning("%s cluster reachable again route=%s cluster=%s", side, self.route.name,
                     getattr(self.route, side))
 
+    @shielded("statistics")
     def _on_stats(self, stats_json: str) -> None:
         """librdkafka's statistics (every 5 s): lag per owned partition, from the stored offsets."""
         for topic, data in json.loads(stats_json).get("topics", {}).items():
             for partition, pdata in data.get("partitions", {}).items():
                 lag = pdata.get("consumer_lag_stored", -1)
-                if partition != "-1" and lag >= 0 and (topic, int(partition)) in self.ledgers:
+                if partition != "-1" and lag >= 0 and self.inflight.owns((topic, int(partition))):
                     metrics.LAG.labels(self.route.name, topic, partition).set(lag)
 
+    @shielded("commit")
     def _on_commit(self, error: KafkaError | None, _partitions: list[TopicPartition]) -> None:
         ok = error is None or error.code() == KafkaError._NO_OFFSET
         metrics.COMMITS.labels(self.route.name, "ok" if ok else "failed").inc()
@@ -412,9 +537,17 @@ class RouteWorker:
         if self._consumer is None:
             return
         try:
-            self._flush_and_commit()
+            if not self.unsafe:
+                left = self._settle(self.timeouts.shutdown)
+                if left:
+                    log.warning("stopping with records the target has not acknowledged: not committed, the next "
+                                "owner copies them again route=%s records=%d", self.route.name, left)
+                self._commit_now()
         finally:
-            self._consumer.close()
+            try:
+                self._consumer.close()
+            except (KafkaException, RuntimeError) as exc:
+                log.warning("consumer close failed route=%s error=%s", self.route.name, exc)
             if self.dead_letters is not None:
                 self.dead_letters.close()
             self.subscription.state.close()  # lost ranges kept while the state DB was away

@@ -11,11 +11,11 @@ from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, RouteConfig
-from replicator.kafka.admin import create_topics
 from replicator.worker import metrics
-from replicator.worker.clients import admin_settings
+from replicator.worker.clients import KAFKA_CLIENTS, ClientFactory, admin_settings
 from replicator.worker.state_link import StateLink
 from replicator.worker.topics import (
+    create_sync_topic,
     ensure_target_topics,
     message_limits,
     select_topics,
@@ -39,8 +39,9 @@ class Subscription:
     """The route's source topics, their target names, and the refresh clock."""
 
     def __init__(self, config: Config, route: RouteConfig, store: StateStore | None = None,
-                 refresh_seconds: float = REFRESH_SECONDS) -> None:
+                 refresh_seconds: float = REFRESH_SECONDS, clients: ClientFactory = KAFKA_CLIENTS) -> None:
         self.config, self.route, self.refresh_seconds = config, route, refresh_seconds
+        self.clients = clients
         self.policy = config.policy(route)
         self.sync_topic = sync_topic_name(route)
         self.target_of: dict[str, str] = {}
@@ -54,16 +55,15 @@ class Subscription:
         self.topic_ids: dict[str, str] = {}  # last id seen per source topic, kept after it vanishes
         self._recreations: set[tuple[str, str]] = set()
         self._next = 0.0
+        self._sync_topic_ready = False
         self._source: AdminClient | None = None
         self._target: AdminClient | None = None
 
     def open(self) -> None:
-        """Connect the admin clients and create the offset-syncs topic if missing."""
-        self._source = AdminClient(admin_settings(self.config.cluster(self.route.source).client_properties()))
-        target_props = self.config.cluster(self.route.target).client_properties()
-        self._target = AdminClient(admin_settings(target_props))
-        # One partition: every sync of a source partition lands, in order, in one log.
-        create_topics(admin_settings(target_props), {self.sync_topic: 1}, {"cleanup.policy": "compact"})
+        """Make the admin clients (no network call: a cluster that does not answer yet is waited for
+        by ``refresh``)."""
+        self._source = self.clients.admin(admin_settings(self.config.cluster(self.route.source).client_properties()))
+        self._target = self.clients.admin(admin_settings(self.config.cluster(self.route.target).client_properties()))
 
     def due(self) -> bool:
         """Time to look at the source's topics again."""
@@ -77,6 +77,9 @@ class Subscription:
         """The new topic list when it changed (target topics ready), else None."""
         assert self._source is not None and self._target is not None
         self._next = time.monotonic() + self.refresh_seconds
+        if not self._sync_topic_ready:
+            create_sync_topic(self._target, self.sync_topic)  # before any record: its syncs go there
+            self._sync_topic_ready = True
         added, removed = self.state.manual_topics()
         selection = select_topics(source_partitions(self._source), self.route.topic_filter, self.policy,
                                   self.route.target, added, removed)

@@ -95,6 +95,13 @@ def message_limits(admin: AdminClient, topics: list[str]) -> dict[str, int]:
     return limits
 
 
+def create_sync_topic(target: AdminClient, name: str) -> None:
+    """The route's offset-syncs topic: one partition, so every sync of a source partition
+    lands, in order, in one log; compacted. "Already exists" is success."""
+    _settle(target.create_topics([NewTopic(name, num_partitions=1, replication_factor=-1,
+                                           config={"cleanup.policy": "compact"})], request_timeout=15), "create")
+
+
 def ensure_target_topics(
     source: AdminClient, target: AdminClient, wanted: Mapping[str, tuple[str, int]]
 ) -> list[str]:

@@ -1,0 +1,110 @@
+"""An AdminClient of a FakeCluster: the calls the worker's subscription makes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic
+
+from replicator.testing.cluster import FakeCluster
+from replicator.testing.process import FakeProcess
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMeta:
+    """A topic of ``list_topics``."""
+
+    partitions: dict[int, None]
+    error: None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    """What ``list_topics`` returns."""
+
+    cluster_id: str
+    topics: dict[str, TopicMeta]
+    brokers: dict[int, str] = field(default_factory=lambda: {1: "fake"})
+
+
+@dataclass(frozen=True, slots=True)
+class Description:
+    """What ``describe_topics`` resolves to."""
+
+    name: str
+    topic_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    """One entry of ``describe_configs``."""
+
+    value: str
+    is_default: bool = False
+
+
+def _settled(work: Callable[[], T]) -> Future[T]:
+    future: Future[T] = Future()
+    try:
+        future.set_result(work())
+    except KafkaException as exc:
+        future.set_exception(exc)
+    return future
+
+
+class FakeAdmin:
+    """list/describe/create topics and describe configs, answered at once (or timed out when frozen)."""
+
+    def __init__(self, settings: dict[str, Any], cluster: FakeCluster, process: FakeProcess | None = None) -> None:
+        self.cluster = cluster
+        self.process = process or FakeProcess("admin")
+
+    def _check(self, request: str = "") -> None:
+        self.cluster.check_reachable(request, self.process)
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Metadata:
+        """Every topic and its partitions."""
+        self._check("list_topics")
+        with self.cluster.lock:
+            topics = {name: TopicMeta(dict.fromkeys(range(len(t.logs)))) for name, t in self.cluster.topics.items()}
+        return Metadata(self.cluster.cluster_id, topics)
+
+    def describe_topics(self, topics: TopicCollection, request_timeout: float = -1) -> dict[str, Future[Description]]:
+        """Each topic's id."""
+        def describe(name: str) -> Description:
+            self._check()
+            self.cluster.log(name, 0)  # UNKNOWN_TOPIC_OR_PART for a missing topic
+            return Description(name, self.cluster.topics[name].topic_id)
+        return {name: _settled(lambda n=name: describe(n)) for name in topics.topic_names}
+
+    def create_topics(self, new_topics: list[NewTopic], request_timeout: float = -1) -> dict[str, Future[None]]:
+        """Create each topic (TOPIC_ALREADY_EXISTS per existing one)."""
+        def create(topic: NewTopic) -> None:
+            self._check()
+            self.cluster.create_topic(topic.topic, topic.num_partitions, dict(topic.config or {}))
+        return {t.topic: _settled(lambda t=t: create(t)) for t in new_topics}
+
+    def create_partitions(self, new_partitions: list[NewPartitions],
+                          request_timeout: float = -1) -> dict[str, Future[None]]:
+        """Grow each topic."""
+        def grow(spec: NewPartitions) -> None:
+            self._check()
+            self.cluster.add_partitions(spec.topic, spec.new_total_count)
+        return {p.topic: _settled(lambda p=p: grow(p)) for p in new_partitions}
+
+    def describe_configs(self, resources: list[ConfigResource],
+                         request_timeout: float = -1) -> dict[ConfigResource, Future[dict[str, ConfigEntry]]]:
+        """The topic configs set on each topic (others are broker defaults)."""
+        def describe(resource: ConfigResource) -> dict[str, ConfigEntry]:
+            self._check()
+            self.cluster.log(resource.name, 0)
+            configs = self.cluster.topics[resource.name].configs
+            return {"max.message.bytes": ConfigEntry("1048588", True),
+                    **{k: ConfigEntry(v) for k, v in configs.items()}}
+        return {r: _settled(lambda r=r: describe(r)) for r in resources}

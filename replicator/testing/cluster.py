@@ -1,0 +1,160 @@
+"""An in-memory Kafka cluster: topics of partition logs, consumer groups, a freeze switch."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaError, KafkaException
+
+from replicator.testing.group import FakeGroup
+from replicator.testing.process import FakeProcess
+
+TP = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class FakeRecord:
+    """A record as a partition log holds it."""
+
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    timestamp: int
+
+
+@dataclass(slots=True)
+class FakeLog:
+    """One partition: records from ``start`` (the log start offset) to ``end``."""
+
+    records: list[FakeRecord] = field(default_factory=list)
+    start: int = 0
+    end: int = 0
+
+    def read(self, offset: int, limit: int) -> list[FakeRecord]:
+        """Up to ``limit`` records from ``offset`` on (which must be within the log)."""
+        first = self.records[0].offset if self.records else self.end
+        index = max(0, offset - first)
+        return self.records[index:index + limit]
+
+
+@dataclass(slots=True)
+class FakeTopic:
+    """A topic: its id, partition logs and configs."""
+
+    logs: list[FakeLog]
+    configs: dict[str, str]
+    topic_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+
+class FakeCluster:
+    """Topics and groups of one cluster. ``freeze()`` makes it a SIGSTOPped broker."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.cluster_id = f"fake-{name}"
+        self.topics: dict[str, FakeTopic] = {}
+        self.groups: dict[str, FakeGroup] = {}
+        self.lock = threading.RLock()
+        self.frozen = False
+        # A slow broker: at most this many delivery reports per producer poll (None: all).
+        self.deliveries_per_poll: int | None = None
+        # Requests to time out before answering again, by name ("committed", "list_topics", ...).
+        self.failures: dict[str, int] = {}
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """What a client config names to reach this cluster."""
+        return f"{self.name}.fake:9092"
+
+    def freeze(self) -> None:
+        """Stop answering: nothing is delivered, fetched or answered until ``thaw``."""
+        self.frozen = True
+
+    def thaw(self) -> None:
+        """Answer again."""
+        self.frozen = False
+
+    def check_reachable(self, request: str = "", process: FakeProcess | None = None) -> None:
+        """Raise what librdkafka raises for a request that timed out: when frozen, cut off from
+        ``process``, or while ``failures[request]`` says so."""
+        if self.frozen or (process is not None and not process.reaches(self.name)):
+            time.sleep(0.01)
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "fake broker frozen"))
+        with self.lock:
+            if self.failures.get(request, 0) > 0:
+                self.failures[request] -= 1
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"fake {request} timed out"))
+
+    # -- topics ------------------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
+        """Create ``name``; TOPIC_ALREADY_EXISTS when it does."""
+        with self.lock:
+            if name in self.topics:
+                raise KafkaException(KafkaError(KafkaError.TOPIC_ALREADY_EXISTS, f"{name} exists"))
+            self.topics[name] = FakeTopic([FakeLog() for _ in range(partitions)], dict(configs or {}))
+
+    def add_partitions(self, name: str, total: int) -> None:
+        """Grow ``name`` to ``total`` partitions."""
+        with self.lock:
+            logs = self.topics[name].logs
+            if total <= len(logs):
+                raise KafkaException(KafkaError(KafkaError.INVALID_PARTITIONS, f"{name} has {len(logs)}"))
+            logs.extend(FakeLog() for _ in range(total - len(logs)))
+
+    def delete_topic(self, name: str) -> None:
+        """Delete ``name`` and its records."""
+        with self.lock:
+            del self.topics[name]
+
+    def log(self, topic: str, partition: int) -> FakeLog:
+        """The log of one partition; UNKNOWN_TOPIC_OR_PART when there is none."""
+        found = self.topics.get(topic)
+        if found is None or not 0 <= partition < len(found.logs):
+            raise KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, f"{topic}[{partition}]"))
+        return found.logs[partition]
+
+    def append(self, topic: str, partition: int, key: bytes | None, value: bytes | None,
+               headers: list[tuple[str, bytes | None]] | None = None, timestamp: int = 0) -> int:
+        """Write a record; returns its offset."""
+        with self.lock:
+            log = self.log(topic, partition)
+            offset = log.end
+            log.records.append(FakeRecord(offset, key, value, tuple(headers or ()),
+                                          timestamp or int(time.time() * 1000)))
+            log.end += 1
+            return offset
+
+    def records(self, topic: str, partition: int) -> list[FakeRecord]:
+        """Every record of one partition still held, in offset order."""
+        with self.lock:
+            return list(self.log(topic, partition).records)
+
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
+        """(log start, log end) of one partition."""
+        with self.lock:
+            log = self.log(topic, partition)
+            return log.start, log.end
+
+    def delete_records(self, topic: str, partition: int, before: int) -> None:
+        """Move the log start to ``before`` (what retention does)."""
+        with self.lock:
+            log = self.log(topic, partition)
+            log.records = [r for r in log.records if r.offset >= before]
+            log.start = max(log.start, before)
+
+    def group(self, group_id: str) -> FakeGroup:
+        """The consumer group ``group_id`` (created empty on first use)."""
+        with self.lock:
+            if group_id not in self.groups:
+                self.groups[group_id] = FakeGroup(self, group_id)
+            return self.groups[group_id]
+
+    def partitions_of(self, topics: list[str]) -> list[TP]:
+        """Every partition of the existing ``topics``, sorted."""
+        with self.lock:
+            return sorted((t, p) for t in topics if t in self.topics for p in range(len(self.topics[t].logs)))

@@ -1,0 +1,241 @@
+"""A consumer of a FakeCluster, with librdkafka's calling conventions."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, TopicPartition
+
+from replicator.testing.cluster import FakeCluster
+from replicator.testing.message import FakeMessage
+from replicator.testing.process import FakeProcess
+
+TP = tuple[str, int]
+Callback = Callable[..., Any] | None
+
+
+class FakeConsumer:
+    """Subscribe, consume (rebalance callbacks served here), pause, seek, store and commit offsets."""
+
+    def __init__(self, settings: dict[str, Any], cluster: FakeCluster, process: FakeProcess | None = None) -> None:
+        self.cluster = cluster
+        self.process = process or FakeProcess("consumer")
+        self.group = cluster.group(str(settings["group.id"]))
+        self.member_id = str(settings.get("group.instance.id") or uuid.uuid4())
+        self.reset = str(settings.get("auto.offset.reset", "latest"))
+        self.auto_commit = str(settings.get("enable.auto.commit", "true")) == "true"
+        self.on_commit: Callback = settings.get("on_commit")
+        self.positions: dict[TP, int | None] = {}  # assigned partitions -> next offset (None: unknown)
+        self.paused: set[TP] = set()
+        self.stored: dict[TP, tuple[int, str | None]] = {}
+        self.errors: deque[FakeMessage] = deque()
+        self.callbacks: dict[str, Callback] = {}
+        self.closed = False
+        self._assigned_in_callback = False
+
+    # -- group -----------------------------------------------------------------------
+
+    def subscribe(self, topics: list[str], on_assign: Callback = None, on_revoke: Callback = None,
+                  on_lost: Callback = None) -> None:
+        """Join the group with these topics; callbacks run from ``consume``."""
+        self.callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
+        self.group.join(self.member_id, topics)
+
+    def unsubscribe(self) -> None:
+        """Subscribe to nothing: everything owned is revoked at the next ``consume``."""
+        self.group.join(self.member_id, [])
+
+    def _serve_group(self) -> None:
+        while (event := self.group.events(self.member_id)) is not None:
+            kind, tps = event
+            parts = [TopicPartition(t, p) for t, p in tps]
+            callback = self.callbacks.get(kind) or (self.callbacks.get("revoke") if kind == "lost" else None)
+            self._assigned_in_callback = False
+            if callback is not None:
+                callback(self, parts)
+            if kind == "assign" and not self._assigned_in_callback:
+                self.incremental_assign(parts)  # librdkafka's fallback when the callback did not
+            if kind != "assign":
+                if not self._assigned_in_callback:
+                    self.incremental_unassign(parts)
+                self.group.revoked(self.member_id, tps)
+
+    # -- assignment ------------------------------------------------------------------
+
+    def incremental_assign(self, partitions: list[TopicPartition]) -> None:
+        """Add partitions; an offset of OFFSET_INVALID means "the committed one"."""
+        self._assigned_in_callback = True
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            self.positions[key] = tp.offset if tp.offset >= 0 else self._start_of(key)
+
+    def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
+        """Remove partitions (their stored, uncommitted offsets are dropped)."""
+        self._assigned_in_callback = True
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            self.positions.pop(key, None)
+            self.paused.discard(key)
+            self.stored.pop(key, None)
+            self.errors = deque(e for e in self.errors if (e.topic(), e.partition()) != key)
+
+    def assignment(self) -> list[TopicPartition]:
+        """The assigned partitions."""
+        return [TopicPartition(t, p) for t, p in sorted(self.positions)]
+
+    def _start_of(self, key: TP) -> int | None:
+        committed = self.group.committed.get(key)
+        if committed is not None:
+            return committed[0]
+        low, high = self.cluster.watermarks(*key)
+        if self.reset == "error":
+            self._reset_error(key)
+            return None
+        return low if self.reset in ("earliest", "smallest") else high
+
+    def _reset_error(self, key: TP) -> None:
+        error = KafkaError(KafkaError._AUTO_OFFSET_RESET, f"fetch position of {key} is out of range")
+        self.errors.append(FakeMessage(key[0], key[1], -1, error=error))
+
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        """Stop fetching these partitions."""
+        self.paused.update((tp.topic, tp.partition) for tp in partitions)
+
+    def resume(self, partitions: list[TopicPartition]) -> None:
+        """Fetch these partitions again."""
+        self.paused.difference_update((tp.topic, tp.partition) for tp in partitions)
+
+    def seek(self, partition: TopicPartition) -> None:
+        """Move the fetch position of an assigned partition (drops what was fetched before)."""
+        key = (partition.topic, partition.partition)
+        if key not in self.positions:
+            raise KafkaException(KafkaError(KafkaError._STATE, f"{key} is not assigned"))
+        self.positions[key] = partition.offset
+        self.errors = deque(e for e in self.errors if (e.topic(), e.partition()) != key)
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """The next offset to fetch of each partition (OFFSET_INVALID when unknown)."""
+        found = (self.positions.get((tp.topic, tp.partition)) for tp in partitions)
+        return [TopicPartition(tp.topic, tp.partition, OFFSET_INVALID if offset is None else offset)
+                for tp, offset in zip(partitions, found, strict=True)]
+
+    # -- reading ---------------------------------------------------------------------
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[FakeMessage]:
+        """Rebalance callbacks first, then up to ``num_messages`` records of unpaused partitions."""
+        self.process.checkpoint()
+        if self.closed:
+            raise RuntimeError("Consumer closed")
+        self._serve_group()
+        self._auto_commit()
+        out: list[FakeMessage] = []
+        while self.errors and len(out) < num_messages:
+            out.append(self.errors.popleft())
+        if not self.cluster.frozen and self.process.reaches(self.cluster.name):
+            with self.cluster.lock:
+                out += self._fetch(num_messages - len(out))
+        if not out and timeout:
+            time.sleep(min(timeout, 0.005) if timeout > 0 else 0.005)
+        return out
+
+    def _fetch(self, limit: int) -> list[FakeMessage]:
+        out: list[FakeMessage] = []
+        for key in sorted(self.positions):
+            position = self.positions[key]
+            if limit - len(out) <= 0 or key in self.paused or position is None:
+                continue
+            log = self.cluster.log(*key) if key[0] in self.cluster.topics else None
+            if log is None:
+                continue
+            if position < log.start or position > log.end:
+                self.positions[key] = None
+                self._reset_error(key)
+                continue
+            for record in log.read(position, limit - len(out)):
+                out.append(FakeMessage(key[0], key[1], record.offset, record.key, record.value,
+                                       list(record.headers) or None, record.timestamp))
+                self.positions[key] = record.offset + 1
+        return out
+
+    # -- offsets ---------------------------------------------------------------------
+
+    def committed(self, partitions: list[TopicPartition], timeout: float = -1) -> list[TopicPartition]:
+        """The group's committed offsets (with their metadata)."""
+        self.cluster.check_reachable("committed", self.process)
+        out = []
+        for tp in partitions:
+            offset, note = self.group.committed.get((tp.topic, tp.partition), (OFFSET_INVALID, None))
+            extra = {} if note is None else {"metadata": note}
+            out.append(TopicPartition(tp.topic, tp.partition, offset, **extra))
+        return out
+
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: float = -1,
+                              cached: bool = False) -> tuple[int, int]:
+        """(low, high) of one partition."""
+        self.cluster.check_reachable("get_watermark_offsets", self.process)
+        return self.cluster.watermarks(partition.topic, partition.partition)
+
+    def offsets_for_times(self, partitions: list[TopicPartition], timeout: float = -1) -> list[TopicPartition]:
+        """The first offset at or after each partition's timestamp (-1: none)."""
+        self.cluster.check_reachable("offsets_for_times", self.process)
+        out = []
+        for tp in partitions:
+            found = [r.offset for r in self.cluster.records(tp.topic, tp.partition) if r.timestamp >= tp.offset]
+            out.append(TopicPartition(tp.topic, tp.partition, found[0] if found else -1))
+        return out
+
+    def store_offsets(self, offsets: list[TopicPartition]) -> None:
+        """Note offsets to commit; only assigned partitions (librdkafka: _STATE otherwise)."""
+        for tp in offsets:
+            key = (tp.topic, tp.partition)
+            if key not in self.positions:
+                raise KafkaException(KafkaError(KafkaError._STATE, f"{key} is not assigned"))
+            self.stored[key] = (tp.offset, tp.metadata)
+
+    def _auto_commit(self) -> None:
+        if self.auto_commit and self.stored and not self.cluster.frozen:
+            self._commit_stored(raise_errors=False)
+
+    def _commit_stored(self, raise_errors: bool) -> list[TopicPartition]:
+        offsets, self.stored = dict(self.stored), {}
+        parts = [TopicPartition(t, p, o, **({} if m is None else {"metadata": m})) for (t, p), (o, m) in offsets.items()]
+        try:
+            self.group.commit(self.member_id, offsets)
+        except KafkaException as exc:
+            if self.on_commit is not None:
+                self.on_commit(exc.args[0], parts)
+            if raise_errors:
+                raise
+            return []
+        if self.on_commit is not None:
+            self.on_commit(None, parts)
+        return parts
+
+    def commit(self, asynchronous: bool = True) -> list[TopicPartition] | None:
+        """Commit the stored offsets; _NO_OFFSET when there are none."""
+        self.process.checkpoint()
+        self.cluster.check_reachable("commit", self.process)
+        if not self.stored:
+            raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "no offset to commit"))
+        return self._commit_stored(raise_errors=True)
+
+    def close(self) -> None:
+        """Revoke what is owned (callbacks run), commit what is stored, leave the group."""
+        self.process.checkpoint()
+        if self.closed:
+            return
+        self.unsubscribe()
+        self._serve_group()
+        if self.auto_commit and self.stored:
+            self._commit_stored(raise_errors=False)
+        self.group.leave(self.member_id)
+        self.closed = True
+
+    def crash(self) -> None:
+        """Die like ``kill -9``: nothing more committed, the session expires at once."""
+        self.closed = True
+        self.group.expire(self.member_id)

@@ -1,0 +1,124 @@
+"""A consumer group as a KIP-848 coordinator runs it, for the fakes.
+
+The coordinator keeps a target assignment (sticky, balanced by partition count). A
+member is told to revoke what it owns but should not; a partition is given to its new
+owner only once the old owner has revoked it, so two members never own one partition
+at once — unless a member's session expired: its partitions move at once, and the
+member learns it lost them the next time it polls (a "zombie" that wakes up). Commits
+of an expired member are refused, as the broker refuses a stale member epoch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from confluent_kafka import KafkaError, KafkaException
+
+if TYPE_CHECKING:
+    from replicator.testing.cluster import FakeCluster
+
+TP = tuple[str, int]
+
+
+@dataclass(slots=True)
+class Member:
+    """What the coordinator knows of one member."""
+
+    topics: list[str]
+    owned: set[TP] = field(default_factory=set)
+    expired: bool = False
+
+
+class FakeGroup:
+    """Members, their assignment, and the committed offsets of one group."""
+
+    def __init__(self, cluster: FakeCluster, group_id: str) -> None:
+        self.cluster, self.group_id = cluster, group_id
+        self.members: dict[str, Member] = {}
+        self.owner: dict[TP, str] = {}  # the target assignment
+        self.committed: dict[TP, tuple[int, str | None]] = {}
+
+    # -- membership ----------------------------------------------------------------
+
+    def join(self, member_id: str, topics: list[str]) -> None:
+        """A member joins (or changes its subscription)."""
+        with self.cluster.lock:
+            member = self.members.setdefault(member_id, Member(list(topics)))
+            member.topics = list(topics)
+
+    def leave(self, member_id: str) -> None:
+        """A member left cleanly (it revoked what it owned before)."""
+        with self.cluster.lock:
+            self.members.pop(member_id, None)
+
+    def expire(self, member_id: str) -> None:
+        """The member's session timed out: its partitions move now; it is told when it polls again."""
+        with self.cluster.lock:
+            member = self.members.get(member_id)
+            if member is not None:
+                member.expired = True
+
+    def alive(self) -> list[str]:
+        """Members whose session is valid, sorted."""
+        return sorted(m for m, state in self.members.items() if not state.expired)
+
+    # -- assignment ----------------------------------------------------------------
+
+    def _rebalance(self) -> None:
+        live = self.alive()
+        wanted = {tp for m in live for tp in self.cluster.partitions_of(self.members[m].topics)}
+        self.owner = {tp: m for tp, m in self.owner.items() if m in live and tp in wanted
+                      and tp[0] in self.members[m].topics}
+        if not live:
+            return
+        quota = {m: len(wanted) // len(live) + (1 if i < len(wanted) % len(live) else 0)
+                 for i, m in enumerate(live)}
+        for member in live:
+            mine = sorted(tp for tp, m in self.owner.items() if m == member)
+            for tp in mine[quota[member]:]:
+                del self.owner[tp]
+        for tp in sorted(wanted - set(self.owner)):
+            takers = [m for m in live if tp[0] in self.members[m].topics
+                      and sum(1 for o in self.owner.values() if o == m) < quota[m]]
+            if takers:
+                self.owner[tp] = takers[0]
+
+    def events(self, member_id: str) -> tuple[str, list[TP]] | None:
+        """The next rebalance event for this member: ("lost"|"revoke"|"assign", partitions), or None."""
+        with self.cluster.lock:
+            member = self.members.get(member_id)
+            if member is None:
+                return None
+            if member.expired:  # it learns now; it then rejoins as a new member would
+                lost, member.owned, member.expired = sorted(member.owned), set(), False
+                return ("lost", lost) if lost else None
+            self._rebalance()
+            revoke = sorted(tp for tp in member.owned if self.owner.get(tp) != member_id)
+            if revoke:
+                return "revoke", revoke
+            held = {tp for m, state in self.members.items() if m != member_id and not state.expired
+                    for tp in state.owned}
+            assign = sorted(tp for tp, m in self.owner.items()
+                            if m == member_id and tp not in member.owned and tp not in held)
+            if assign:
+                member.owned.update(assign)
+                return "assign", assign
+            return None
+
+    def revoked(self, member_id: str, partitions: list[TP]) -> None:
+        """The member finished revoking ``partitions``: they may go to their new owner."""
+        with self.cluster.lock:
+            member = self.members.get(member_id)
+            if member is not None:
+                member.owned.difference_update(partitions)
+
+    # -- offsets -------------------------------------------------------------------
+
+    def commit(self, member_id: str, offsets: dict[TP, tuple[int, str | None]]) -> None:
+        """Store committed offsets; refused for a member the group no longer knows."""
+        with self.cluster.lock:
+            member = self.members.get(member_id)
+            if member is None or member.expired:
+                raise KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID, "member fenced"))
+            self.committed.update(offsets)

@@ -1,0 +1,100 @@
+"""A producer to a FakeCluster, with librdkafka's bounded queue and poll-served delivery reports."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+
+from replicator.testing.cluster import FakeCluster
+from replicator.testing.message import FakeMessage, Headers
+from replicator.testing.process import FakeProcess
+
+DeliveryCallback = Callable[[KafkaError | None, FakeMessage], Any]
+
+
+@dataclass(slots=True)
+class Queued:
+    """A record waiting for the broker's acknowledgement."""
+
+    topic: str
+    partition: int
+    key: bytes | None
+    value: bytes | None
+    headers: Headers
+    timestamp: int
+    callback: DeliveryCallback | None
+
+
+class FakeProducer:
+    """``produce`` into a bounded queue; ``poll``/``flush`` write to the cluster and report deliveries."""
+
+    def __init__(self, settings: dict[str, Any], cluster: FakeCluster, process: FakeProcess | None = None) -> None:
+        self.cluster = cluster
+        self.process = process or FakeProcess("producer")
+        self.capacity = int(settings.get("queue.buffering.max.messages", 100_000))
+        self.on_delivery: DeliveryCallback | None = settings.get("on_delivery")
+        self.queue: deque[Queued] = deque()
+
+    def __len__(self) -> int:
+        return len(self.queue)
+
+    def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None, partition: int = -1,
+                on_delivery: DeliveryCallback | None = None, timestamp: int = 0, headers: Headers = None,
+                callback: DeliveryCallback | None = None) -> None:
+        """Queue a record; BufferError when the queue is full (as librdkafka's QUEUE_FULL)."""
+        self.process.checkpoint()
+        if len(self.queue) >= self.capacity:
+            raise BufferError("Local: Queue full")
+        if partition < 0:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "the fakes need an explicit partition"))
+        self.queue.append(Queued(topic, partition, key, value, headers, timestamp,
+                                 on_delivery or callback or self.on_delivery))
+
+    def poll(self, timeout: float | None = None) -> int:
+        """Serve delivery reports (all, or ``deliveries_per_poll`` of a slow cluster); returns how many."""
+        self.process.checkpoint()
+        served = self._deliver(self.cluster.deliveries_per_poll)
+        if not served and timeout:
+            time.sleep(min(timeout, 0.005))
+        return served
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Serve reports until the queue is empty or ``timeout`` passed; returns what is left."""
+        deadline = time.monotonic() + (timeout if timeout is not None and timeout >= 0 else 3600)
+        while self.queue and time.monotonic() < deadline:
+            self.process.checkpoint()
+            if not self._deliver(None):
+                time.sleep(0.005)
+        return len(self.queue)
+
+    def _deliver(self, limit: int | None) -> int:
+        served = 0
+        while self.queue and self._reachable() and (limit is None or served < limit):
+            item = self.queue[0]
+            try:
+                offset = self.cluster.append(item.topic, item.partition, item.key, item.value,
+                                             item.headers, item.timestamp)
+                error = None
+            except KafkaException as exc:
+                offset, error = -1, exc.args[0]
+            report = FakeMessage(item.topic, item.partition, offset, item.key, item.value, item.headers,
+                                 item.timestamp)
+            try:
+                if item.callback is not None:  # an exception here escapes poll(), as in confluent-kafka
+                    item.callback(error, report)
+            finally:
+                self.queue.popleft()  # the record leaves the queue only after its report ran
+            served += 1
+        return served
+
+    def _reachable(self) -> bool:
+        return not self.cluster.frozen and not self.process.frozen and self.process.reaches(self.cluster.name)
+
+    def crash(self) -> None:
+        """Die like ``kill -9``: what was queued is gone with the process."""
+        self.queue.clear()

@@ -1,0 +1,121 @@
+"""What a worker handed to its producer and has not settled yet, per source partition (pure).
+
+Each owned source partition has a ledger (which offsets are in flight, what may be
+committed) and an offset-sync writer. Delivery reports name only the target partition;
+they come back in produce order per target partition, so the oldest record in flight
+for it is always the one reported.
+
+When a partition is revoked or lost while records are still in flight (a hand-over
+while the target is slow or frozen), its ledger is *retired*, not dropped: the late
+reports of those records are matched to it and never commit anything, and a new
+ledger for the same partition (assigned back to this worker later) starts clean.
+Without that, a late report would be taken for a record of the new assignment and
+move its commit past records not yet copied.
+
+Offset syncs found by delivery reports wait in ``syncs`` for the loop to produce
+them: a callback never produces (a full queue would raise inside librdkafka).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Iterable, Mapping
+
+from replicator.domain.inflight import PartitionLedger
+from replicator.domain.offset_sync import OffsetSync, OffsetSyncWriter
+
+TP = tuple[str, int]
+
+
+class InFlight:
+    """Ledgers, sync writers and retired ledgers of the partitions a worker copies."""
+
+    def __init__(self) -> None:
+        self.ledgers: dict[TP, PartitionLedger] = {}
+        self.writers: dict[TP, OffsetSyncWriter] = {}
+        self.retired: dict[TP, deque[PartitionLedger]] = defaultdict(deque)
+        self.merge_order: dict[TP, deque[str]] = defaultdict(deque)  # target partition -> source topics
+        self.syncs: deque[OffsetSync] = deque()  # found, not yet produced
+        self.dirty: set[TP] = set()  # partitions whose commit position may have moved
+
+    def owns(self, key: TP) -> bool:
+        """True while ``key`` is placed on this worker."""
+        return key in self.ledgers
+
+    def open(self, key: TP) -> None:
+        """Start copying ``key``: a clean ledger and a writer that has seen nothing."""
+        self.ledgers[key] = PartitionLedger()
+        self.writers[key] = OffsetSyncWriter(*key)
+
+    def close(self, keys: Iterable[TP]) -> int:
+        """Stop copying ``keys`` (revoked or lost); returns how many records were still in flight."""
+        unsettled = 0
+        for key in keys:
+            ledger = self.ledgers.pop(key, None)
+            self.writers.pop(key, None)
+            self.dirty.discard(key)
+            if ledger is not None and len(ledger):
+                self.retired[key].append(ledger)
+                unsettled += len(ledger)
+        return unsettled
+
+    def produced(self, key: TP, offset: int, target: str | None = None) -> None:
+        """The record of ``key`` at ``offset`` went to the producer (``target``: a merged topic)."""
+        self.ledgers[key].produced(offset)
+        if target is not None:
+            self.merge_order[(target, key[1])].append(key[0])
+
+    def source_topic(self, target: str, partition: int, source_of: Mapping[str, str],
+                     merged: frozenset[str]) -> str | None:
+        """The source topic of the oldest record in flight to ``target[partition]``."""
+        if target in merged:
+            order = self.merge_order.get((target, partition))
+            return order.popleft() if order else None
+        return source_of.get(target)
+
+    def ledger_of_report(self, key: TP) -> tuple[PartitionLedger | None, bool]:
+        """The ledger a delivery report of ``key`` belongs to, and whether it is the live one."""
+        retired = self.retired.get(key)
+        if retired:
+            ledger = retired[0]
+            if len(ledger) <= 1:  # this report settles it
+                retired.popleft()
+                if not retired:
+                    del self.retired[key]
+            return ledger, False
+        return self.ledgers.get(key), True
+
+    def delivered(self, key: TP, ledger: PartitionLedger, target_offset: int) -> int:
+        """A live ledger's oldest record is on the target at ``target_offset``: returns its
+        source offset, and queues the offset sync when the record starts a new run."""
+        source_offset = ledger.delivered()
+        sync = self.writers[key].observe(source_offset, target_offset)
+        if sync is not None:
+            ledger.hold(sync.source_offset, sync.previous_source_offset)
+            self.syncs.append(sync)
+        self.dirty.add(key)
+        return source_offset
+
+    def sync_delivered(self, sync: OffsetSync) -> None:
+        """The target acknowledged ``sync``: the commit may pass it."""
+        key = (sync.topic, sync.partition)
+        ledger = self.ledgers.get(key)
+        if ledger is not None:
+            ledger.release(sync.source_offset)
+            self.dirty.add(key)
+
+    def commit_positions(self) -> dict[TP, int]:
+        """The commit position of every partition whose position may have moved (then clean)."""
+        positions = {}
+        for key in self.dirty:
+            ledger = self.ledgers.get(key)
+            position = ledger.commit_offset() if ledger is not None else None
+            if position is not None:
+                positions[key] = position
+        self.dirty.clear()
+        return positions
+
+    def unsettled(self) -> int:
+        """Records in flight, live and retired."""
+        return sum(len(ledger) for ledger in self.ledgers.values()) + sum(
+            len(ledger) for queue in self.retired.values() for ledger in queue)

@@ -1,0 +1,57 @@
+"""Run RouteWorkers in threads over the fakes of ``replicator.testing`` (no brokers)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from replicator.config import parse_config
+from replicator.testing import FakeKafka
+from replicator.worker.route_worker import RouteWorker, WorkerTimeouts
+
+FAST = WorkerTimeouts(handover=2.0, shutdown=2.0, retry=0.05, backpressure_report=0.2, refresh=0.1)
+
+
+def route_config(kafka: FakeKafka, **route: str):  # type: ignore[no-untyped-def]
+    """A config with one route ``r`` from ``source`` to ``target`` over topic ``orders`` (options as YAML)."""
+    options = "".join(f", {key}: {value}" for key, value in route.items())
+    return parse_config(kafka.config_yaml(
+        f"  - {{name: r, source: source, target: target, topics: [orders], sla: {{heartbeats: false}}{options}}}\n"))
+
+
+class WorkerThread:
+    """A RouteWorker running in a thread; ``error`` holds what ended it."""
+
+    def __init__(self, kafka: FakeKafka, process: str, config, timeouts: WorkerTimeouts = FAST) -> None:  # type: ignore[no-untyped-def]
+        self.stop = threading.Event()
+        self.worker = RouteWorker(config, config.routes[0], None, batch_size=100, worker_id=None,
+                                  clients=kafka.clients(process), timeouts=timeouts)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name=f"worker-{process}", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.worker.run(self.stop)
+        except BaseException as exc:  # noqa: BLE001 - the test looks at it
+            self.error = exc
+
+    def finish(self, timeout: float = 30) -> BaseException | None:
+        """Stop it (as SIGTERM does) and wait; returns the error that ended it, if any."""
+        self.stop.set()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "worker did not stop"
+        return self.error
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30, what: str = "condition",
+               alive: tuple[WorkerThread, ...] = ()) -> None:
+    """Poll ``condition`` until it holds (an event, not a fixed sleep); fail at once when one of
+    the ``alive`` workers ended."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        for worker in alive:
+            assert worker.thread.is_alive(), f"worker ended while waiting for {what}: {worker.error!r}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)

@@ -1,0 +1,162 @@
+"""The hot path on fake clients that behave like librdkafka's: back-pressure, rebalances, outages."""
+
+from __future__ import annotations
+
+import pytest
+
+from replicator.testing import FakeKafka
+from replicator.testing.cluster import FakeCluster
+from tests.fake_route import WorkerThread, route_config, wait_until
+
+TOPIC, REPLICA, PARTITIONS = "orders", "source.orders", 4
+
+
+def produce(cluster: FakeCluster, per_partition: int, start: int = 0) -> None:
+    for partition in range(PARTITIONS):
+        for n in range(start, start + per_partition):
+            cluster.append(TOPIC, partition, f"k{n}".encode(), f"p{partition}-{n}".encode(), [("h", b"x")], 1_000 + n)
+
+
+def source_values(kafka: FakeKafka, partition: int) -> list[bytes | None]:
+    return [r.value for r in kafka["source"].records(TOPIC, partition)]
+
+
+def first_copies(kafka: FakeKafka, partition: int) -> list[bytes | None]:
+    """The replica's records in order of first arrival (a repeat is a duplicate, not a loss)."""
+    seen: dict[bytes | None, None] = {}
+    for record in kafka["target"].records(REPLICA, partition):
+        seen.setdefault(record.value, None)
+    return list(seen)
+
+
+def all_copied(kafka: FakeKafka) -> bool:
+    if REPLICA not in kafka["target"].topics:
+        return False
+    return all(set(source_values(kafka, p)) <= set(first_copies(kafka, p)) for p in range(PARTITIONS))
+
+
+def committed(kafka: FakeKafka) -> dict[int, int]:
+    group = kafka["source"].group("mirrorflow-r")
+    return {p: group.committed.get((TOPIC, p), (-1, None))[0] for p in range(PARTITIONS)}
+
+
+def assert_nothing_lost(kafka: FakeKafka) -> None:
+    """Every source record on the target, byte for byte, in source order by first arrival."""
+    for p in range(PARTITIONS):
+        assert first_copies(kafka, p) == source_values(kafka, p), f"partition {p}"
+        source = {r.value: r for r in kafka["source"].records(TOPIC, p)}
+        for record in kafka["target"].records(REPLICA, p):
+            original = source[record.value]
+            assert (record.key, record.timestamp) == (original.key, original.timestamp)
+            assert dict(record.headers)["h"] == b"x"
+
+
+@pytest.fixture
+def kafka() -> FakeKafka:
+    fake = FakeKafka("source", "target")
+    fake["source"].create_topic(TOPIC, PARTITIONS)
+    return fake
+
+
+def test_copies_every_record_and_commits_the_ends(kafka: FakeKafka) -> None:
+    produce(kafka["source"], 300)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the copy", alive=(worker,))
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+    assert committed(kafka) == {p: 300 for p in range(PARTITIONS)}
+
+
+def test_a_full_producer_queue_with_a_slow_target_crashes_nothing_and_loses_nothing(kafka: FakeKafka) -> None:
+    """Found as a user: `producer: {queue.buffering.max.messages: 500}` killed every worker
+    (the offset sync was produced from inside the delivery callback while the queue was full)."""
+    produce(kafka["source"], 1_000)
+    kafka["target"].deliveries_per_poll = 7
+    worker = WorkerThread(kafka, "a", route_config(kafka, producer='{queue.buffering.max.messages: "20"}'))
+    wait_until(lambda: all_copied(kafka), timeout=60, what="the copy", alive=(worker,))
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+    assert committed(kafka) == {p: 1_000 for p in range(PARTITIONS)}
+
+
+def test_partitions_handed_over_while_the_target_is_frozen_lose_nothing(kafka: FakeKafka) -> None:
+    """Found as a user: two workers, target frozen, one worker killed, the survivor handed its
+    partitions while its queue was full: 299 records were dropped and committed past."""
+    produce(kafka["source"], 200)
+    config = route_config(kafka, producer='{queue.buffering.max.messages: "50"}')
+    a, b = WorkerThread(kafka, "a", config), WorkerThread(kafka, "b", config)
+    wait_until(lambda: all_copied(kafka) and len(b.worker.inflight.ledgers) == 2, what="both copying",
+               alive=(a, b))
+    kafka["target"].freeze()
+    produce(kafka["source"], 400, start=200)
+    wait_until(lambda: a.worker.paused and b.worker.paused, what="both queues full", alive=(a, b))
+    kafka.kill("b")
+    wait_until(lambda: len(a.worker.unplaced) + len(a.worker.inflight.ledgers) == PARTITIONS,
+               what="the survivor owning every partition", alive=(a,))
+    kafka["target"].thaw()
+    wait_until(lambda: all_copied(kafka), timeout=60, what="the copy after the thaw", alive=(a,))
+    assert a.finish() is None
+    assert_nothing_lost(kafka)
+    assert committed(kafka) == {p: 600 for p in range(PARTITIONS)}
+
+
+def test_a_zombie_that_wakes_up_after_its_partitions_moved_loses_nothing(kafka: FakeKafka) -> None:
+    produce(kafka["source"], 200)
+    a, b = WorkerThread(kafka, "a", route_config(kafka)), WorkerThread(kafka, "b", route_config(kafka))
+    wait_until(lambda: all_copied(kafka) and len(b.worker.inflight.ledgers) == 2, what="both copying",
+               alive=(a, b))
+    kafka.freeze("b")  # SIGSTOP: its session runs out, its partitions move
+    kafka.expire("b")
+    produce(kafka["source"], 300, start=200)
+    wait_until(lambda: len(a.worker.inflight.ledgers) == PARTITIONS, what="the takeover", alive=(a,))
+    kafka.thaw("b")  # SIGCONT: it learns it lost them, rejoins, gets some back
+    produce(kafka["source"], 100, start=500)
+    wait_until(lambda: all_copied(kafka) and len(b.worker.inflight.ledgers) == 2, what="the zombie back at work",
+               alive=(a, b))
+    assert a.finish() is None and b.finish() is None
+    assert_nothing_lost(kafka)
+    assert committed(kafka) == {p: 600 for p in range(PARTITIONS)}
+
+
+def test_a_source_that_stops_answering_is_waited_for(kafka: FakeKafka) -> None:
+    """Found as a user: a source broker restart ended every worker ("cannot list topics")."""
+    produce(kafka["source"], 100)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    kafka["source"].freeze()
+    wait_until(lambda: "topic refresh" in worker.worker.troubles, what="a failed refresh", alive=(worker,))
+    kafka["source"].thaw()
+    produce(kafka["source"], 100, start=100)
+    wait_until(lambda: all_copied(kafka) and not worker.worker.troubles, what="the copy after the outage",
+               alive=(worker,))
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+
+
+def test_partitions_are_placed_once_the_source_answers(kafka: FakeKafka) -> None:
+    produce(kafka["source"], 100)
+    kafka["source"].failures["committed"] = 5  # the first placements time out
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the copy", alive=(worker,))
+    assert kafka["source"].failures["committed"] == 0
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+
+
+def test_a_hand_over_while_the_target_is_unreachable_stops_no_worker(kafka: FakeKafka) -> None:
+    """Before: "target did not acknowledge N records in 30 s during a hand-over" ended the worker."""
+    produce(kafka["source"], 100)
+    a = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(a,))
+    kafka.cut("a", "target")  # a network partition between a and the target only
+    produce(kafka["source"], 200, start=100)
+    wait_until(lambda: len(kafka.producers["a"][0]) > 0, what="records in flight", alive=(a,))
+    b = WorkerThread(kafka, "b", route_config(kafka))  # joins: two partitions move from a to b
+    wait_until(lambda: len(a.worker.inflight.retired) == 2, what="a hand-over with records in flight",
+               alive=(a, b))
+    kafka.heal("a", "target")
+    wait_until(lambda: all_copied(kafka) and len(b.worker.inflight.ledgers) == 2, what="the copy after the thaw",
+               alive=(a, b))
+    assert a.finish() is None and b.finish() is None
+    assert_nothing_lost(kafka)
+    assert committed(kafka) == {p: 300 for p in range(PARTITIONS)}
