@@ -13,10 +13,10 @@ import threading
 from collections.abc import Sequence
 
 from replicator.config import Config, RouteConfig
+from replicator.domain.secrets import redact_url
 from replicator.failover.guard import refuse_if_failed_over
 from replicator.state.repository import register_routes
 from replicator.state.store import StateStore
-from replicator.domain.secrets import redact_url
 from replicator.waiting import until_answers
 
 
