@@ -408,7 +408,8 @@ class RouteWorker(GroupMember):
 
     @shielded("source error")
     def _on_source_error(self, error: KafkaError) -> None:
-        self.failure = self.links.error("source", error) or self.failure
+        if self.links.error("source", error) is not None:
+            self._consumer_failed(error)  # fatal: a held worker id is waited for, anything else stops
 
     @shielded("target error")
     def _on_target_error(self, error: KafkaError) -> None:
