@@ -10,7 +10,7 @@ from replicator.config import parse_config
 from replicator.testing import FakeKafka
 from replicator.worker.route_worker import RouteWorker, WorkerTimeouts
 
-FAST = WorkerTimeouts(handover=2.0, shutdown=2.0, retry=0.05, backpressure_report=0.2, refresh=0.1)
+FAST = WorkerTimeouts(handover=2.0, shutdown=2.0, retry=0.05, backpressure_report=0.2, refresh=0.1, rejoin=0.05)
 
 
 def route_config(kafka: FakeKafka, **route: str):  # type: ignore[no-untyped-def]
@@ -23,9 +23,10 @@ def route_config(kafka: FakeKafka, **route: str):  # type: ignore[no-untyped-def
 class WorkerThread:
     """A RouteWorker running in a thread; ``error`` holds what ended it."""
 
-    def __init__(self, kafka: FakeKafka, process: str, config, timeouts: WorkerTimeouts = FAST) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, kafka: FakeKafka, process: str, config, timeouts: WorkerTimeouts = FAST,  # type: ignore[no-untyped-def]
+                 worker_id: str | None = None) -> None:
         self.stop = threading.Event()
-        self.worker = RouteWorker(config, config.routes[0], None, batch_size=100, worker_id=None,
+        self.worker = RouteWorker(config, config.routes[0], None, batch_size=100, worker_id=worker_id,
                                   clients=kafka.clients(process), timeouts=timeouts)
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name=f"worker-{process}", daemon=True)

@@ -94,33 +94,44 @@ def run_routes(args: argparse.Namespace) -> int:
 
 
 def _start(config: Config, routes: list[RouteConfig], stop: threading.Event) -> StateStore | None:
-    """The state DB first (waited for; a stop signal meanwhile ends the start), then each route's clusters."""
-    from replicator.worker.preflight import check_clusters
+    """The state DB first, then each route's clusters, each waited for while it does not answer; None when a
+    stop signal came meanwhile (nothing started)."""
     from replicator.worker.startup import open_state
 
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         store = open_state(config, routes, stop)  # migrated once, before the threads share it
+        if store is not None and not _clusters_answer(config, routes, store, stop):
+            store = None
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if store is None:
-        log.warning("stopped before starting: the state database did not answer routes=%s",
-                    ",".join(r.name for r in routes))
+        log.warning("stopped before starting: a stop came while the state database or a cluster did not answer "
+                    "routes=%s", ",".join(r.name for r in routes))
         return None
+    for route in routes:
+        sys.stderr.write(
+            f"mirrorflow run: route {route.name}: {route.source} -> {route.target}, topics "
+            f"{list(route.topics)}, policy {route.policy}, "
+            f"source {redact(config.cluster(route.source).properties)}, "
+            f"target {redact(config.cluster(route.target).properties)}\n"
+        )
+    return store
+
+
+def _clusters_answer(config: Config, routes: list[RouteConfig], store: StateStore, stop: threading.Event) -> bool:
+    """True once every route's clusters answered; the store is closed when not (or on an error)."""
+    from replicator.worker.preflight import wait_for_clusters
+
     try:
-        for route in routes:
-            check_clusters(config, route)
-            sys.stderr.write(
-                f"mirrorflow run: route {route.name}: {route.source} -> {route.target}, topics "
-                f"{list(route.topics)}, policy {route.policy}, "
-                f"source {redact(config.cluster(route.source).properties)}, "
-                f"target {redact(config.cluster(route.target).properties)}\n"
-            )
+        if all(wait_for_clusters(config, route, stop) for route in routes):
+            return True
     except BaseException:
         store.close()
         raise
-    return store
+    store.close()
+    return False
 
 
 def as_route_failure(exc: BaseException) -> BaseException:

@@ -57,7 +57,7 @@ def cluster_metadata(
                 raise ClusterError(_refusal(refusals[0]), retriable=False) from None
             if time.monotonic() >= deadline:
                 raise ClusterError(f"cluster did not answer a metadata request: {error.str()}",
-                                   retriable=error.retriable()) from None
+                                   retriable=True) from None  # down or cut off: it may answer later
     topics = tuple(sorted(name for name in meta.topics if not name.startswith("__")))
     return ClusterMetadata(cluster_id=meta.cluster_id, brokers=len(meta.brokers), topics=topics)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -81,14 +82,14 @@ class FakeAdmin:
             self._check()
             self.cluster.log(name, 0)  # UNKNOWN_TOPIC_OR_PART for a missing topic
             return Description(name, self.cluster.topics[name].topic_id)
-        return {name: _settled(lambda n=name: describe(n)) for name in topics.topic_names}
+        return {name: _settled(functools.partial(describe, name)) for name in topics.topic_names}
 
     def create_topics(self, new_topics: list[NewTopic], request_timeout: float = -1) -> dict[str, Future[None]]:
         """Create each topic (TOPIC_ALREADY_EXISTS per existing one)."""
         def create(topic: NewTopic) -> None:
             self._check()
             self.cluster.create_topic(topic.topic, topic.num_partitions, dict(topic.config or {}))
-        return {t.topic: _settled(lambda t=t: create(t)) for t in new_topics}
+        return {t.topic: _settled(functools.partial(create, t)) for t in new_topics}
 
     def create_partitions(self, new_partitions: list[NewPartitions],
                           request_timeout: float = -1) -> dict[str, Future[None]]:
@@ -96,7 +97,7 @@ class FakeAdmin:
         def grow(spec: NewPartitions) -> None:
             self._check()
             self.cluster.add_partitions(spec.topic, spec.new_total_count)
-        return {p.topic: _settled(lambda p=p: grow(p)) for p in new_partitions}
+        return {p.topic: _settled(functools.partial(grow, p)) for p in new_partitions}
 
     def describe_configs(self, resources: list[ConfigResource],
                          request_timeout: float = -1) -> dict[ConfigResource, Future[dict[str, ConfigEntry]]]:
@@ -107,4 +108,4 @@ class FakeAdmin:
             configs = self.cluster.topics[resource.name].configs
             return {"max.message.bytes": ConfigEntry("1048588", True),
                     **{k: ConfigEntry(v) for k, v in configs.items()}}
-        return {r: _settled(lambda r=r: describe(r)) for r in resources}
+        return {r: _settled(functools.partial(describe, r)) for r in resources}

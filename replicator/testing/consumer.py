@@ -35,6 +35,7 @@ class FakeConsumer:
         self.errors: deque[FakeMessage] = deque()
         self.callbacks: dict[str, Callback] = {}
         self.closed = False
+        self.fatal: KafkaException | None = None  # raised by every consume (librdkafka's fatal state)
         self._assigned_in_callback = False
 
     # -- group -----------------------------------------------------------------------
@@ -43,11 +44,17 @@ class FakeConsumer:
                   on_lost: Callback = None) -> None:
         """Join the group with these topics; callbacks run from ``consume``."""
         self.callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
-        self.group.join(self.member_id, topics)
+        self._join(topics)
+
+    def _join(self, topics: list[str]) -> None:
+        try:
+            self.group.join(self.member_id, topics, id(self))
+        except KafkaException as exc:  # librdkafka learns it from a heartbeat, and raises it from consume
+            self.fatal = exc
 
     def unsubscribe(self) -> None:
         """Subscribe to nothing: everything owned is revoked at the next ``consume``."""
-        self.group.join(self.member_id, [])
+        self._join([])
 
     def _serve_group(self) -> None:
         while (event := self.group.events(self.member_id)) is not None:
@@ -130,6 +137,8 @@ class FakeConsumer:
         self.process.checkpoint()
         if self.closed:
             raise RuntimeError("Consumer closed")
+        if self.fatal is not None:
+            raise self.fatal
         self._serve_group()
         self._auto_commit()
         out: list[FakeMessage] = []
@@ -169,8 +178,7 @@ class FakeConsumer:
         out = []
         for tp in partitions:
             offset, note = self.group.committed.get((tp.topic, tp.partition), (OFFSET_INVALID, None))
-            extra = {} if note is None else {"metadata": note}
-            out.append(TopicPartition(tp.topic, tp.partition, offset, **extra))
+            out.append(_partition(tp.topic, tp.partition, offset, note))
         return out
 
     def get_watermark_offsets(self, partition: TopicPartition, timeout: float = -1,
@@ -202,7 +210,7 @@ class FakeConsumer:
 
     def _commit_stored(self, raise_errors: bool) -> list[TopicPartition]:
         offsets, self.stored = dict(self.stored), {}
-        parts = [TopicPartition(t, p, o, **({} if m is None else {"metadata": m})) for (t, p), (o, m) in offsets.items()]
+        parts = [_partition(t, p, o, m) for (t, p), (o, m) in offsets.items()]
         try:
             self.group.commit(self.member_id, offsets)
         except KafkaException as exc:
@@ -228,6 +236,9 @@ class FakeConsumer:
         self.process.checkpoint()
         if self.closed:
             return
+        if self.fatal is not None:
+            self.closed = True
+            return
         self.unsubscribe()
         self._serve_group()
         if self.auto_commit and self.stored:
@@ -235,7 +246,16 @@ class FakeConsumer:
         self.group.leave(self.member_id)
         self.closed = True
 
-    def crash(self) -> None:
-        """Die like ``kill -9``: nothing more committed, the session expires at once."""
+    def crash(self, expire: bool = True) -> None:
+        """Die like ``kill -9``: nothing more committed; the session expires at once (or when the
+        test says, with ``FakeKafka.expire``)."""
         self.closed = True
-        self.group.expire(self.member_id)
+        if expire:
+            self.group.expire(self.member_id)
+
+
+def _partition(topic: str, partition: int, offset: int, note: str | None) -> TopicPartition:
+    """A TopicPartition with its commit metadata (confluent-kafka refuses None for it)."""
+    if note is None:
+        return TopicPartition(topic, partition, offset)
+    return TopicPartition(topic, partition, offset, metadata=note)

@@ -26,6 +26,7 @@ class Member:
     """What the coordinator knows of one member."""
 
     topics: list[str]
+    token: int  # which client holds this membership (a static id may move to a new process)
     owned: set[TP] = field(default_factory=set)
     expired: bool = False
 
@@ -41,10 +42,19 @@ class FakeGroup:
 
     # -- membership ----------------------------------------------------------------
 
-    def join(self, member_id: str, topics: list[str]) -> None:
-        """A member joins (or changes its subscription)."""
+    def join(self, member_id: str, topics: list[str], token: int = 0) -> None:
+        """A member joins (or changes its subscription). A static id still held by another client whose
+        session has not expired is refused, as KIP-848 refuses it (UNRELEASED_INSTANCE_ID)."""
         with self.cluster.lock:
-            member = self.members.setdefault(member_id, Member(list(topics)))
+            member = self.members.get(member_id)
+            if member is not None and member.token != token:
+                if not member.expired:
+                    raise KafkaException(KafkaError(
+                        KafkaError._FATAL, "Fatal error: Broker: The instance ID is still used by another member "
+                        "in the consumer group", fatal=True))
+                member = None  # the crashed holder timed out: a new member takes the id
+            if member is None:
+                member = self.members[member_id] = Member(list(topics), token)
             member.topics = list(topics)
 
     def leave(self, member_id: str) -> None:

@@ -74,13 +74,14 @@ class FakeKafka:
         for consumer in self.consumers.get(process, []):
             consumer.group.expire(consumer.member_id)
 
-    def kill(self, process: str) -> None:
-        """SIGKILL: queued records vanish, nothing more is committed, sessions expire at once."""
+    def kill(self, process: str, expire: bool = True) -> None:
+        """SIGKILL: queued records vanish, nothing more is committed; sessions expire at once, or
+        (``expire=False``) when ``expire`` is called, as the broker's session timeout would."""
         self.processes[process].killed = True
         for producer in self.producers.get(process, []):
             producer.crash()
         for consumer in self.consumers.get(process, []):
-            consumer.crash()
+            consumer.crash(expire)
 
     def config_yaml(self, routes: str) -> str:
         """A mirrorflow.yaml naming these clusters, with ``routes`` (YAML text) appended."""

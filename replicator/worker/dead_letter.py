@@ -15,7 +15,12 @@ import time
 from confluent_kafka import KafkaError, Message, Producer
 
 from replicator.config import Config, RouteConfig
-from replicator.domain.dead_letter import RefusedRecord, dead_letter_headers, dead_letter_topic_name, record_size
+from replicator.domain.dead_letter import (
+    RefusedRecord,
+    dead_letter_headers,
+    dead_letter_topic_name,
+    record_size,
+)
 from replicator.kafka.admin import create_topics
 from replicator.worker import metrics
 from replicator.worker.clients import LIBRDKAFKA_LOG, admin_settings

@@ -38,7 +38,7 @@ def serve(port: int) -> None:
 class RouteMeter:
     """Per-iteration tallies of one route, published in one go."""
 
-    __slots__ = ("route", "records", "bytes")
+    __slots__ = ("bytes", "records", "route")
 
     def __init__(self, route: str) -> None:
         self.route = route

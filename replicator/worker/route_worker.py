@@ -29,22 +29,35 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 
 from replicator.config import Config, RouteConfig
-from replicator.domain.commit_metadata import encode_note
 from replicator.domain.dead_letter import may_not_fit, record_size
 from replicator.domain.inflight import PartitionLedger
-from replicator.domain.offset_sync import decode_sync, encode_sync
+from replicator.domain.offset_sync import decode_sync
 from replicator.domain.provenance import should_skip, with_origin, without_origin
 from replicator.errors import ClusterError, MirrorFlowError
 from replicator.sla.heartbeat import HeartbeatEmitter
 from replicator.worker import metrics
 from replicator.worker.assignment import Positioner
 from replicator.worker.callbacks import shielded
-from replicator.worker.clients import KAFKA_CLIENTS, ClientFactory, consumer_settings, producer_settings
+from replicator.worker.clients import (
+    KAFKA_CLIENTS,
+    ClientFactory,
+    consumer_settings,
+    producer_settings,
+)
 from replicator.worker.dead_letter import DeadLetterError, DeadLetterWriter
+from replicator.worker.group_member import GroupMember
 from replicator.worker.inflight import InFlight
+from replicator.worker.links import Links
 from replicator.worker.refusals import describe_refusal
 from replicator.worker.subscription import REFRESH_SECONDS, Subscription
 
@@ -69,9 +82,10 @@ class WorkerTimeouts:
     retry: float = 1.0  # between attempts to place partitions while the source does not answer
     backpressure_report: float = 5.0  # a source paused longer than this by a full queue is logged
     refresh: float = REFRESH_SECONDS  # between looks at the source's topics
+    rejoin: float = 2.0  # between attempts to join while the group still holds this worker's id
 
 
-class RouteWorker:
+class RouteWorker(GroupMember):
     """Replicates one route until ``stop`` is set or an unrecoverable error occurs."""
 
     def __init__(self, config: Config, route: RouteConfig, store: StateStore | None = None,
@@ -99,12 +113,13 @@ class RouteWorker:
         self._sizes: dict[int, int] = {}  # source offset -> bytes, of records refused as too large
         self.meter = metrics.RouteMeter(route.name)
         self.dead_letters = DeadLetterWriter(config, route) if route.on_refused_record == "dead-letter" else None
-        self.down: set[str] = set()  # "source"/"target" while unreachable
-        self.troubles: dict[str, str] = {}  # what keeps failing (topic refresh, placing), logged once
+        self.links = Links(route)
         self._retry_at = 0.0
         self._paused_at: float | None = None  # since when a full queue pauses the source
         self._pause_reported = False
         self._consumer: Consumer | None = None
+        self._rejoin_at: float | None = None  # when to replace a consumer the group refused (worker id held)
+        self.id_held_since: float | None = None
         self._producer: Producer | None = None
 
     # -- lifecycle ---------------------------------------------------------------
@@ -113,9 +128,7 @@ class RouteWorker:
         """The main loop; flushes, commits and closes on the way out."""
         self._producer = self.clients.producer(producer_settings(
             self.config, self.route, on_delivery=self._on_delivery, error_cb=self._on_target_error))
-        self._consumer = self.clients.consumer(consumer_settings(
-            self.config, self.route, self.worker_id, on_commit=self._on_commit, stats_cb=self._on_stats,
-            error_cb=self._on_source_error))
+        self._consumer = self._new_consumer()
         heartbeat = HeartbeatEmitter.for_route(self.config, self.route)  # sla.heartbeats
         if heartbeat is not None:
             heartbeat.start()  # creates the heartbeat topic before the first topic scan
@@ -131,10 +144,17 @@ class RouteWorker:
         if self.failure:
             raise RouteFailed(f"route {self.route.name}: {self.failure}")
 
+    def _new_consumer(self) -> Consumer:
+        return self.clients.consumer(consumer_settings(
+            self.config, self.route, self.worker_id, on_commit=self._on_commit, stats_cb=self._on_stats,
+            error_cb=self._on_source_error))
+
     def _loop(self, stop: threading.Event) -> None:
-        consumer, producer = self._consumer, self._producer
-        assert consumer is not None and producer is not None
+        producer = self._producer
+        assert producer is not None
         while not stop.is_set() and self.failure is None:
+            if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:
+                self._rejoin()
             if self.subscription.due():
                 self._resubscribe()
             if (self.unplaced or self.resets) and time.monotonic() >= self._retry_at:
@@ -143,11 +163,11 @@ class RouteWorker:
             # what is there at once, and only block (until one arrives) when there is nothing
             # to do. While the queue is full every partition is paused: this call then only
             # serves callbacks, and whatever it returns still joins the backlog.
-            messages = consumer.consume(self.batch_size, 0)
+            messages = self._consume(self.batch_size, 0)
             if not messages and not self.backlog:
-                messages = consumer.consume(1, 0.05)
-            if messages and "source" in self.down:
-                self._link_up("source")
+                messages = self._consume(1, 0.05)
+            if messages:
+                self.links.up("source")
             self.backlog.extend(messages)
             self._drain()
             self._send_syncs()
@@ -165,73 +185,59 @@ class RouteWorker:
         try:
             topics = self.subscription.refresh()
         except (ClusterError, KafkaException) as exc:
-            self._trouble("topic refresh", exc)  # keep copying what is subscribed; try again later
+            self.links.trouble("topic refresh", exc)  # keep copying what is subscribed; try again later
             return
-        self._untroubled("topic refresh")
+        self.links.clear("topic refresh")
         self.merged = self.subscription.merged
-        if topics is not None and self._consumer is not None:
-            self._consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke,
-                                     on_lost=self._on_lost) if topics else self._consumer.unsubscribe()
+        if topics is not None:
+            self._subscribe(topics)
 
-    def _trouble(self, what: str, exc: Exception) -> None:
-        reason = exc.args[0].str() if isinstance(exc, KafkaException) else str(exc)
-        if what not in self.troubles:
-            log.warning("%s failed, retrying (replication of what is placed goes on) route=%s error=%r",
-                        what, self.route.name, reason)
-        self.troubles[what] = reason
+    def _subscribe(self, topics: list[str]) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        if topics:
+            consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+        else:
+            consumer.unsubscribe()
 
-    def _untroubled(self, what: str) -> None:
-        if self.troubles.pop(what, None) is not None:
-            log.warning("%s works again route=%s", what, self.route.name)
-
-    # -- placing assigned partitions ---------------------------------------------
-
-    def _place(self) -> None:
-        """Position the partitions assigned since the last call (and recover fallen-off ones)."""
+    def _consume(self, count: int, timeout: float) -> list[Message]:
+        """Records (and error events) from the source consumer; a fatal error is handled, not raised."""
         consumer = self._consumer
         assert consumer is not None
         try:
-            self._recover_resets(consumer)
-            keys = sorted(self.unplaced)
-            if not keys:
-                return
-            ids = self.subscription.describe_ids(sorted({t for t, _ in keys}))
-            placed = self.positioner.place(consumer, [TopicPartition(t, p) for t, p in keys], ids)
-        except (ClusterError, KafkaException) as exc:
-            self._trouble("placing assigned partitions", exc)
-            self._retry_at = time.monotonic() + self.timeouts.retry
+            return consumer.consume(count, timeout)
+        except KafkaException as exc:  # confluent-kafka raises librdkafka's fatal errors from the call
+            self._consumer_failed(exc.args[0])
+            return []
+
+    def _consumer_failed(self, error: KafkaError) -> None:
+        """A fatal error of the source consumer. A worker restarted under its ``--worker-id`` right after
+        a crash finds the id still held until the broker times the crashed process out (KIP-848 lets a
+        static member take its id over only after a clean leave): it joins again every few seconds
+        until then. Anything else stops the route."""
+        if not (self.worker_id and "instance ID is still used" in error.str()):
+            self.failure = self.failure or f"source consumer: {error.str()}"
             return
-        self._untroubled("placing assigned partitions")
-        self.failure = self.failure or self.positioner.failure
-        started = [tp for tp in placed if self._start(consumer, tp, ids)]
-        if started and not self.paused and self.failure is None:  # on_data_loss: fail copies nothing past the gap
-            consumer.resume(started)
-        if started:
-            metrics.ASSIGNED.labels(self.route.name).set(len(self.inflight.ledgers))
-            log.info("placed route=%s partitions=%s", self.route.name,
-                     ",".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in started))
+        now = time.monotonic()
+        if self.id_held_since is None:
+            self.id_held_since = now
+            log.warning("worker id still held by an earlier member of the group (this worker's crashed process, "
+                        "until the broker's session timeout, or another running worker with the same id): "
+                        "joining again every %.0f s route=%s worker_id=%s", self.timeouts.rejoin,
+                        self.route.name, self.worker_id)
+        self._rejoin_at = now + self.timeouts.rejoin
 
-    def _start(self, consumer: Consumer, tp: TopicPartition, ids: dict[str, str]) -> bool:
-        key = (tp.topic, tp.partition)
+    def _rejoin(self) -> None:
+        """A new consumer in place of one a fatal error left unusable, subscribed as the old one was."""
+        self._rejoin_at = None
+        old, self._consumer = self._consumer, self._new_consumer()
+        self._forget(set(self.inflight.ledgers) | self.unplaced)  # nothing, normally: it never joined
         try:
-            consumer.seek(tp)
-        except KafkaException as exc:
-            self._trouble("placing assigned partitions", exc)
-            self._retry_at = time.monotonic() + self.timeouts.retry
-            return False
-        self.unplaced.discard(key)
-        self.inflight.open(key)
-        if tp.topic in ids:
-            self.topic_id_of[key] = ids[tp.topic]
-        return True
-
-    def _recover_resets(self, consumer: Consumer) -> None:
-        for key in sorted(self.resets):
-            ledger = self.inflight.ledgers.get(key)
-            position = ledger.committable if ledger is not None else None
-            self.failure = self.positioner.recover(consumer, key, position) or self.failure
-            self.resets.discard(key)
-            self.subscription.force_refresh()
+            if old is not None:
+                old.close()
+        except (KafkaException, RuntimeError) as exc:
+            log.debug("closing the failed consumer route=%s error=%s", self.route.name, exc)
+        self._subscribe(sorted(self.subscription.partitions))
 
     # -- the copy ----------------------------------------------------------------
 
@@ -274,17 +280,6 @@ class RouteWorker:
             return True
         self.inflight.produced((topic, partition), message.offset(), target if target in self.merged else None)
         return True
-
-    def _send_syncs(self) -> None:
-        """Produce the offset syncs the delivery reports found, in order, while the queue has room."""
-        syncs = self.inflight.syncs
-        while syncs:
-            key, value = encode_sync(syncs[0])
-            try:
-                self._producer.produce(self.subscription.sync_topic, value, key, partition=0)  # type: ignore[union-attr]
-            except BufferError:
-                return
-            syncs.popleft()
 
     def _set_aside(self, message: Message, topic: str, headers: Any) -> bool:
         """Dead-letter mode: True when the record cannot fit its target topic and went aside."""
@@ -356,8 +351,7 @@ class RouteWorker:
                 self._sizes[ledger.peek()] = len(message.value() or b"") + len(message.key() or b"")
             self._fail_delivery(error, key, ledger)
             return
-        if "target" in self.down:
-            self._link_up("target")
+        self.links.up("target")
         source_offset = self.inflight.delivered(key, ledger, message.offset())
         self.meter.records[key[0]] += 1
         self.meter.bytes[key[0]] += len(message)  # value length, without copying the value
@@ -387,89 +381,6 @@ class RouteWorker:
         self.failure = describe_refusal(f"{key[0]}[{key[1]}]", first, first_error, self._sizes,
                                         self.subscription.limit_of.get(key[0]))
 
-    def _store_offsets(self) -> None:
-        if self._consumer is None or self.unsafe or not self.inflight.dirty:
-            return
-        stored_at = int(time.time() * 1000)  # `mirrorflow status` shows it as "last replicated"
-        offsets = [TopicPartition(key[0], key[1], position, metadata=encode_note(stored_at, self.topic_id_of.get(key)))
-                   for key, position in self.inflight.commit_positions().items()]
-        if offsets:
-            try:
-                self._consumer.store_offsets(offsets=offsets)
-            except KafkaException as exc:  # a partition unassigned meanwhile: its next owner commits
-                log.debug("offsets not stored route=%s error=%s", self.route.name, exc.args[0].str())
-
-    # -- rebalance (callbacks served by consume) -----------------------------------
-
-    @shielded("assignment")
-    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """Take the partitions paused; the loop positions them (network calls stay out of callbacks).
-        The placeholder start is the log start, not the committed offset: librdkafka's own reset
-        on a partition without one would leave it in a state where it cannot be sought."""
-        start = [TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING) for tp in partitions]
-        consumer.incremental_assign(start)
-        consumer.pause(start)
-        self.unplaced.update((tp.topic, tp.partition) for tp in partitions)
-        self._retry_at = 0.0
-        log.info("assigned route=%s partitions=%s", self.route.name,
-                 ",".join(f"{tp.topic}[{tp.partition}]" for tp in partitions))
-
-    @shielded("revocation")
-    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """Hand over cleanly: what is in flight acknowledged (within the hand-over time), stored and
-        committed first."""
-        keys = {(tp.topic, tp.partition) for tp in partitions}
-        if any(self.inflight.owns(key) for key in keys):
-            self._settle(self.timeouts.handover)
-            self._commit_now(keys)
-        self._forget(keys)
-        consumer.incremental_unassign(partitions)
-        log.info("revoked route=%s partitions=%s", self.route.name,
-                 ",".join(f"{tp.topic}[{tp.partition}]" for tp in partitions))
-
-    @shielded("lost partitions")
-    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """Lost (not handed over): another worker owns them now, commit nothing."""
-        self._forget({(tp.topic, tp.partition) for tp in partitions})
-        consumer.incremental_unassign(partitions)
-        log.warning("partitions lost route=%s count=%s", self.route.name, len(partitions))
-
-    def _forget(self, keys: set[TP]) -> None:
-        unsettled = self.inflight.close(keys)
-        for key in keys:
-            self.topic_id_of.pop(key, None)
-        self.unplaced -= keys
-        self.resets -= keys
-        self.backlog = deque(m for m in self.backlog if (m.topic(), m.partition()) not in keys)
-        metrics.ASSIGNED.labels(self.route.name).set(len(self.inflight.ledgers))
-        if unsettled:
-            log.warning("handed over with records not yet acknowledged by the target: their next owner "
-                        "copies them again (duplicates, no loss) route=%s partitions=%d records=%d",
-                        self.route.name, len(keys), unsettled)
-
-    def _settle(self, timeout: float) -> int:
-        """Flush records and offset syncs for up to ``timeout`` s; returns how many are left."""
-        producer = self._producer
-        assert producer is not None
-        deadline = time.monotonic() + timeout
-        while True:
-            self._send_syncs()
-            left = producer.flush(max(0.0, min(0.5, deadline - time.monotonic())))
-            if (left == 0 and not self.inflight.syncs) or time.monotonic() >= deadline:
-                return left + len(self.inflight.syncs)
-
-    def _commit_now(self, keys: set[TP] | None = None) -> None:
-        consumer = self._consumer
-        assert consumer is not None
-        self.inflight.dirty.update(self.inflight.ledgers if keys is None else keys & set(self.inflight.ledgers))
-        self._store_offsets()
-        try:
-            consumer.commit(asynchronous=False)
-            metrics.COMMITS.labels(self.route.name, "ok").inc()
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError._NO_OFFSET:
-                log.warning("commit failed route=%s error=%s", self.route.name, exc.args[0].str())
-
     # -- errors and statistics ----------------------------------------------------
 
     def callback_failed(self, name: str, exc: Exception) -> None:
@@ -488,8 +399,8 @@ class RouteWorker:
             if self.inflight.owns(key):  # unplaced ones are positioned by _place anyway
                 self.resets.add(key)
                 self._retry_at = 0.0
-        elif error.fatal():
-            self.failure = f"source consumer: {error.str()}"
+        elif error.fatal() or error.code() == KafkaError._FATAL:
+            self._consumer_failed(error)
         elif error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
             self.subscription.force_refresh()
         else:
@@ -497,27 +408,12 @@ class RouteWorker:
 
     @shielded("source error")
     def _on_source_error(self, error: KafkaError) -> None:
-        self._link_error("source", error)
+        if self.links.error("source", error) is not None:
+            self._consumer_failed(error)  # fatal: a held worker id is waited for, anything else stops
 
     @shielded("target error")
     def _on_target_error(self, error: KafkaError) -> None:
-        self._link_error("target", error)
-
-    def _link_error(self, side: str, error: KafkaError) -> None:
-        """librdkafka's error callback for one side: log when that cluster becomes unreachable."""
-        if error.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._AUTHENTICATION,
-                            KafkaError._SSL) and side not in self.down:
-            self.down.add(side)
-            metrics.ERRORS.labels(self.route.name, f"{side}_unreachable").inc()
-            log.warning("%s cluster unreachable, retrying (nothing new is committed) route=%s cluster=%s "
-                        "error=%r", side, self.route.name, getattr(self.route, side), error.str())
-        elif error.fatal():
-            self.failure = f"{side} client: {error.str()}"
-
-    def _link_up(self, side: str) -> None:
-        self.down.discard(side)
-        log.warning("%s cluster reachable again route=%s cluster=%s", side, self.route.name,
-                    getattr(self.route, side))
+        self.failure = self.links.error("target", error) or self.failure
 
     @shielded("statistics")
     def _on_stats(self, stats_json: str) -> None:

@@ -24,7 +24,8 @@ from replicator.failover.guard import RouteFailedOver
 from replicator.state import repository
 from replicator.state.failovers import save_run
 from replicator.state.store import StateStore
-from replicator.state.waiting import until_answers
+from replicator.domain.secrets import redact_url
+from replicator.waiting import until_answers
 from replicator.worker.startup import open_state
 from tests.kafka_io import wait_until
 from tests.support import Worker, free_port
@@ -65,7 +66,8 @@ def test_waiting_is_logged_once_however_many_attempts(caplog: pytest.LogCaptureF
         return StateStore(url)
 
     with ThreadPoolExecutor(1) as pool:
-        waited = pool.submit(until_answers, attempt, stop, url=url, routes=["r"], max_delay=0.1)
+        waited = pool.submit(until_answers, attempt, stop, what="state database", where=f"url={redact_url(url)}",
+                             routes=["r"], max_delay=0.1)
         wait_until(lambda: len(attempts) >= 4, 30, "four attempts")
         stop.set()
         assert waited.result(timeout=10) is None

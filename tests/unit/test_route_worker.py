@@ -124,10 +124,10 @@ def test_a_source_that_stops_answering_is_waited_for(kafka: FakeKafka) -> None:
     worker = WorkerThread(kafka, "a", route_config(kafka))
     wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
     kafka["source"].freeze()
-    wait_until(lambda: "topic refresh" in worker.worker.troubles, what="a failed refresh", alive=(worker,))
+    wait_until(lambda: "topic refresh" in worker.worker.links.troubles, what="a failed refresh", alive=(worker,))
     kafka["source"].thaw()
     produce(kafka["source"], 100, start=100)
-    wait_until(lambda: all_copied(kafka) and not worker.worker.troubles, what="the copy after the outage",
+    wait_until(lambda: all_copied(kafka) and not worker.worker.links.troubles, what="the copy after the outage",
                alive=(worker,))
     assert worker.finish() is None
     assert_nothing_lost(kafka)
@@ -160,3 +160,17 @@ def test_a_hand_over_while_the_target_is_unreachable_stops_no_worker(kafka: Fake
     assert a.finish() is None and b.finish() is None
     assert_nothing_lost(kafka)
     assert committed(kafka) == {p: 300 for p in range(PARTITIONS)}
+
+
+def test_a_worker_restarted_under_its_id_after_a_crash_joins_once_the_id_is_released(kafka: FakeKafka) -> None:
+    produce(kafka["source"], 100)
+    first = WorkerThread(kafka, "first", route_config(kafka), worker_id="w1")
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(first,))
+    kafka.kill("first", expire=False)  # SIGKILL: the group holds its id until the session times out
+    produce(kafka["source"], 100, start=100)
+    again = WorkerThread(kafka, "again", route_config(kafka), worker_id="w1")
+    wait_until(lambda: again.worker.id_held_since is not None, what="the id refused", alive=(again,))
+    kafka.expire("first")
+    wait_until(lambda: all_copied(kafka), what="the copy after the id came back", alive=(again,))
+    assert again.finish() is None
+    assert_nothing_lost(kafka)

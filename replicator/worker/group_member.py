@@ -1,0 +1,213 @@
+"""A route worker's side of the consumer group: taking partitions, placing them, handing them over.
+
+Callbacks served by ``consume`` only record facts and take or release partitions; the
+network calls that position a new partition (committed offset, watermarks, topic ids)
+run in the loop (``place``), retried while the source does not answer, so a slow or
+restarting source delays a partition but never raises inside librdkafka.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from typing import TYPE_CHECKING
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+from replicator.domain.commit_metadata import encode_note
+from replicator.domain.offset_sync import encode_sync
+from replicator.errors import ClusterError
+from replicator.worker import metrics
+from replicator.worker.callbacks import shielded
+
+if TYPE_CHECKING:
+    from replicator.config import RouteConfig
+    from replicator.worker.assignment import Positioner
+    from replicator.worker.inflight import InFlight
+    from replicator.worker.links import Links
+    from replicator.worker.route_worker import WorkerTimeouts
+    from replicator.worker.subscription import Subscription
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+
+
+class GroupMember:
+    """Mixin of RouteWorker: what it does when the group gives, takes or loses partitions."""
+
+    route: RouteConfig
+    timeouts: WorkerTimeouts
+    subscription: Subscription
+    positioner: Positioner
+    inflight: InFlight
+    links: Links
+    unplaced: set[TP]
+    resets: set[TP]
+    backlog: deque[Message]
+    topic_id_of: dict[TP, str]
+    paused: bool
+    failure: str | None
+    unsafe: bool
+    _retry_at: float
+    id_held_since: float | None
+    _consumer: Consumer | None
+    _producer: Producer | None
+
+    # -- placing assigned partitions ---------------------------------------------
+
+    def _place(self) -> None:
+        """Position the partitions assigned since the last call (and recover fallen-off ones)."""
+        consumer = self._consumer
+        assert consumer is not None
+        try:
+            self._recover_resets(consumer)
+            keys = sorted(self.unplaced)
+            if not keys:
+                return
+            ids = self.subscription.describe_ids(sorted({t for t, _ in keys}))
+            placed = self.positioner.place(consumer, [TopicPartition(t, p) for t, p in keys], ids)
+        except (ClusterError, KafkaException) as exc:
+            self.links.trouble("placing assigned partitions", exc)
+            self._retry_at = time.monotonic() + self.timeouts.retry
+            return
+        self.links.clear("placing assigned partitions")
+        self.failure = self.failure or self.positioner.failure
+        started = [tp for tp in placed if self._start(consumer, tp, ids)]
+        if started and self.id_held_since is not None:
+            log.warning("worker id released: joined the group route=%s waited_s=%.1f", self.route.name,
+                        time.monotonic() - self.id_held_since)
+            self.id_held_since = None
+        if started and not self.paused and self.failure is None:  # on_data_loss: fail copies nothing past the gap
+            consumer.resume(started)
+        if started:
+            metrics.ASSIGNED.labels(self.route.name).set(len(self.inflight.ledgers))
+            log.info("placed route=%s partitions=%s", self.route.name,
+                     ",".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in started))
+
+    def _start(self, consumer: Consumer, tp: TopicPartition, ids: dict[str, str]) -> bool:
+        key = (tp.topic, tp.partition)
+        try:
+            consumer.seek(tp)
+        except KafkaException as exc:
+            self.links.trouble("placing assigned partitions", exc)
+            self._retry_at = time.monotonic() + self.timeouts.retry
+            return False
+        self.unplaced.discard(key)
+        self.inflight.open(key)
+        if tp.topic in ids:
+            self.topic_id_of[key] = ids[tp.topic]
+        return True
+
+    def _recover_resets(self, consumer: Consumer) -> None:
+        for key in sorted(self.resets):
+            ledger = self.inflight.ledgers.get(key)
+            position = ledger.committable if ledger is not None else None
+            self.failure = self.positioner.recover(consumer, key, position) or self.failure
+            self.resets.discard(key)
+            self.subscription.force_refresh()
+
+    # -- rebalance (callbacks served by consume) -----------------------------------
+
+    @shielded("assignment")
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Take the partitions paused; the loop positions them (network calls stay out of callbacks).
+        The placeholder start is the log start, not the committed offset: librdkafka's own reset
+        on a partition without one would leave it in a state where it cannot be sought."""
+        start = [TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING) for tp in partitions]
+        consumer.incremental_assign(start)
+        consumer.pause(start)
+        self.unplaced.update((tp.topic, tp.partition) for tp in partitions)
+        self._retry_at = 0.0
+        log.info("assigned route=%s partitions=%s", self.route.name,
+                 ",".join(f"{tp.topic}[{tp.partition}]" for tp in partitions))
+
+    @shielded("revocation")
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Hand over cleanly: what is in flight acknowledged (within the hand-over time), stored and
+        committed first."""
+        keys = {(tp.topic, tp.partition) for tp in partitions}
+        if any(self.inflight.owns(key) for key in keys):
+            self._settle(self.timeouts.handover)
+            self._commit_now(keys)
+        self._forget(keys)
+        consumer.incremental_unassign(partitions)
+        log.info("revoked route=%s partitions=%s", self.route.name,
+                 ",".join(f"{tp.topic}[{tp.partition}]" for tp in partitions))
+
+    @shielded("lost partitions")
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Lost (not handed over): another worker owns them now, commit nothing."""
+        self._forget({(tp.topic, tp.partition) for tp in partitions})
+        consumer.incremental_unassign(partitions)
+        log.warning("partitions lost route=%s count=%s", self.route.name, len(partitions))
+
+    def _forget(self, keys: set[TP]) -> None:
+        unsettled = self.inflight.close(keys)
+        for key in keys:
+            self.topic_id_of.pop(key, None)
+        self.unplaced -= keys
+        self.resets -= keys
+        self.backlog = deque(m for m in self.backlog if (m.topic(), m.partition()) not in keys)
+        metrics.ASSIGNED.labels(self.route.name).set(len(self.inflight.ledgers))
+        if unsettled:
+            log.warning("handed over with records not yet acknowledged by the target: their next owner "
+                        "copies them again (duplicates, no loss) route=%s partitions=%d records=%d",
+                        self.route.name, len(keys), unsettled)
+
+    def _settle(self, timeout: float) -> int:
+        """Flush records and offset syncs for up to ``timeout`` s; returns how many are left."""
+        producer = self._producer
+        assert producer is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            self._send_syncs()
+            left = producer.flush(max(0.0, min(0.5, deadline - time.monotonic())))
+            if (left == 0 and not self.inflight.syncs) or time.monotonic() >= deadline:
+                return left + len(self.inflight.syncs)
+
+    def _commit_now(self, keys: set[TP] | None = None) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        self.inflight.dirty.update(self.inflight.ledgers if keys is None else keys & set(self.inflight.ledgers))
+        self._store_offsets()
+        try:
+            consumer.commit(asynchronous=False)
+            metrics.COMMITS.labels(self.route.name, "ok").inc()
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError._NO_OFFSET:
+                log.warning("commit failed route=%s error=%s", self.route.name, exc.args[0].str())
+
+    # -- offsets ---------------------------------------------------------------------
+
+    def _store_offsets(self) -> None:
+        if self._consumer is None or self.unsafe or not self.inflight.dirty:
+            return
+        stored_at = int(time.time() * 1000)  # `mirrorflow status` shows it as "last replicated"
+        offsets = [TopicPartition(key[0], key[1], position, metadata=encode_note(stored_at, self.topic_id_of.get(key)))
+                   for key, position in self.inflight.commit_positions().items()]
+        if offsets:
+            try:
+                self._consumer.store_offsets(offsets=offsets)
+            except KafkaException as exc:  # a partition unassigned meanwhile: its next owner commits
+                log.debug("offsets not stored route=%s error=%s", self.route.name, exc.args[0].str())
+
+    def _send_syncs(self) -> None:
+        """Produce the offset syncs the delivery reports found, in order, while the queue has room."""
+        syncs = self.inflight.syncs
+        while syncs:
+            key, value = encode_sync(syncs[0])
+            try:
+                self._producer.produce(self.subscription.sync_topic, value, key, partition=0)  # type: ignore[union-attr]
+            except BufferError:
+                return
+            syncs.popleft()
