@@ -40,6 +40,6 @@ def refused_overrides(properties: Mapping[str, str], *fixed: Mapping[str, str]) 
             continue
         for table in fixed:
             if key in table and value.strip().lower() != table[key]:
-                problems.append((key, f"MirrorFlow sets {key}={table[key]} (replication without loss depends "
-                                      "on it); remove it"))
+                why = f"MirrorFlow sets {key}={table[key]} (replication without loss depends on it); remove it"
+                problems.append((key, why))
     return problems
