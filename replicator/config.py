@@ -22,10 +22,12 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from replicator.domain.client_rules import CONSUMER_FIXED, PRODUCER_FIXED, refused_overrides
 from replicator.domain.group_filter import DEFAULT_EXCLUDED_GROUPS, DEFAULT_GROUPS, GroupFilter
 from replicator.domain.heartbeat import heartbeat_patterns
 from replicator.domain.replication_policy import ReplicationPolicy, policy_for
@@ -220,8 +222,12 @@ class RouteConfig(_Frozen):
 
     @field_validator("consumer", "producer", mode="before")
     @classmethod
-    def _client_overrides(cls, value: Any) -> dict[str, str]:
-        return _properties(value, "")
+    def _client_overrides(cls, value: Any, info: ValidationInfo) -> dict[str, str]:
+        properties = _properties(value, "")
+        fixed = CONSUMER_FIXED if info.field_name == "consumer" else PRODUCER_FIXED
+        for key, why in refused_overrides(properties, fixed):
+            raise KeyProblem(f".{key}", why)
+        return properties
 
     @property
     def topic_filter(self) -> TopicFilter:
@@ -254,6 +260,8 @@ class Config(_Frozen):
             if not re.match(_NAME, str(name)):
                 raise KeyProblem(f".{name}", "cluster names use letters, digits, '.', '_', '-'")
             properties = _properties(props, f".{name}")
+            for key, why in refused_overrides(properties, CONSUMER_FIXED, PRODUCER_FIXED):
+                raise KeyProblem(f".{name}.{key}", why)
             if not properties.get("bootstrap.servers", "").strip():
                 raise KeyProblem(f".{name}", "missing required key 'bootstrap.servers'")
             clusters[str(name)] = {"name": str(name), "properties": properties}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping
+import sqlite3
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from replicator.localcluster import LocalCluster, LocalClusterSpec
@@ -83,3 +85,16 @@ class Worker:
     def output(self) -> str:
         """What the worker logged so far."""
         return self.log.read_text(errors="replace")
+
+
+@contextmanager
+def sqlite_locked(path: Path | str) -> Iterator[None]:
+    """Another connection holds a SQLite file exclusively (rollback journal: readers wait too)."""
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA journal_mode=DELETE")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        yield
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()

@@ -11,27 +11,15 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, RouteConfig
+from replicator.domain.client_rules import CONSUMER_FIXED, PRODUCER_FIXED
 
-# Settings that carry the no-loss guarantee: a route's overrides cannot weaken them.
-CONSUMER_FIXED = {
-    "enable.auto.offset.store": "false",  # we store an offset only once the target acked it
-    "enable.auto.commit": "true",  # ... and librdkafka commits what we stored, every 250 ms
-    "auto.offset.reset": "error",  # never jump silently: a missing position is decided by us
-    "group.protocol": "consumer",  # KIP-848: incremental, broker-driven assignment
-    "isolation.level": "read_committed",
-    "enable.partition.eof": "false",
-}
+# Settings that carry the no-loss guarantee: see replicator.domain.client_rules (a config cannot change them).
 CONSUMER_DEFAULTS = {
     "auto.commit.interval.ms": "250",  # the window of duplicates after a crash
     "fetch.min.bytes": "1",
     "fetch.wait.max.ms": "50",
     "queued.max.messages.kbytes": "65536",
     "statistics.interval.ms": "5000",  # feeds the per-partition lag gauge
-}
-PRODUCER_FIXED = {
-    "acks": "all",
-    "enable.idempotence": "true",  # ordered, no duplicates from retries, per partition
-    "message.timeout.ms": "0",  # retry forever: a target outage pauses the route, loses nothing
 }
 PRODUCER_DEFAULTS = {
     "linger.ms": "5",
@@ -63,11 +51,11 @@ def consumer_settings(config: Config, route: RouteConfig, worker_id: str | None 
     static = {"group.instance.id": worker_id} if worker_id else {}
     return {
         **CONSUMER_DEFAULTS,
+        "client.id": f"mirrorflow-{route.name}-consumer",  # a user's own client.id (quotas) wins
         **source.client_properties(route.consumer),
         **CONSUMER_FIXED,
         "group.id": group_id(route),
         **static,
-        "client.id": f"mirrorflow-{route.name}-consumer",
         "logger": LIBRDKAFKA_LOG,
         **callbacks,
     }
@@ -78,9 +66,9 @@ def producer_settings(config: Config, route: RouteConfig, **callbacks: Callable[
     target = config.cluster(route.target)
     return {
         **PRODUCER_DEFAULTS,
+        "client.id": f"mirrorflow-{route.name}-producer",
         **target.client_properties(route.producer),
         **PRODUCER_FIXED,
-        "client.id": f"mirrorflow-{route.name}-producer",
         "logger": LIBRDKAFKA_LOG,
         **callbacks,
     }

@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -66,10 +67,19 @@ def _api(url: str, method: str = "GET", body: object = None, token: str | None =
         {"Authorization": f"Bearer {token}"} if token else {}
     )
     data = None if body is None else json.dumps(body).encode()
-    # 60 s: on a busy 2-core machine Airflow's SQLite writers can hold the API server for 15 s.
-    request = urllib.request.Request(url, data, headers, method=method)
-    with _NO_PROXY.open(request, timeout=60) as answer:
-        return json.loads(answer.read())
+    # 60 s: on a busy 2-core machine Airflow's SQLite writers can hold the API server for 15 s,
+    # and it answers 500 when its metadata DB stays locked past its own timeout (the write was
+    # rolled back): asked again then, up to three times.
+    for attempt in range(3):
+        request = urllib.request.Request(url, data, headers, method=method)
+        try:
+            with _NO_PROXY.open(request, timeout=60) as answer:
+                return json.loads(answer.read())
+        except urllib.error.HTTPError as exc:
+            if exc.code < 500 or attempt == 2:
+                raise
+            print(f"{method} {url}: {exc.code}, asking again: {exc.read()[:500]!r}")
+            time.sleep(2)
 
 
 def _token(dev: DevAirflow) -> str:

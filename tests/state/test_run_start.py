@@ -6,13 +6,10 @@ import dataclasses
 import datetime as dt
 import json
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,15 +17,15 @@ import pytest
 from replicator.config import load_config
 from replicator.domain.failover import FailoverRequest
 from replicator.domain.failover_run import FailoverRun
+from replicator.domain.secrets import redact_url
 from replicator.failover.guard import RouteFailedOver
 from replicator.state import repository
 from replicator.state.failovers import save_run
 from replicator.state.store import StateStore
-from replicator.domain.secrets import redact_url
 from replicator.waiting import until_answers
 from replicator.worker.startup import open_state
 from tests.kafka_io import wait_until
-from tests.support import Worker, free_port
+from tests.support import Worker, free_port, sqlite_locked
 
 WAITING, ANSWERS = "state database not answering", "state database answers"
 
@@ -43,19 +40,6 @@ def _config(tmp_path: Path, state_url: str) -> Path:
 
 def _lines(caplog: pytest.LogCaptureFixture, start: str) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.getMessage().startswith(start)]
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Another connection holds the SQLite file exclusively (rollback journal: readers wait too)."""
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("PRAGMA journal_mode=DELETE")
-    holder.execute("BEGIN EXCLUSIVE")
-    try:
-        yield
-    finally:
-        holder.execute("ROLLBACK")
-        holder.close()
 
 
 def test_waiting_is_logged_once_however_many_attempts(caplog: pytest.LogCaptureFixture) -> None:
@@ -79,7 +63,7 @@ def test_waiting_is_logged_once_however_many_attempts(caplog: pytest.LogCaptureF
 def _open_while_locked(path: Path, caplog: pytest.LogCaptureFixture) -> StateStore | None:
     config = load_config(_config(path.parent, f"sqlite:///{path}?timeout=0.1"), {})
     with ThreadPoolExecutor(1) as pool:
-        with _locked(path):
+        with sqlite_locked(path):
             started = pool.submit(open_state, config, list(config.routes), threading.Event())
             wait_until(lambda: bool(_lines(caplog, WAITING)), 30, "the worker to say it waits")
         return started.result(timeout=30)

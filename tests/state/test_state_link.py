@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -15,6 +14,7 @@ from replicator.domain.route_topic import AddedBy, DesiredState
 from replicator.state import repository
 from replicator.state.store import StateStore
 from replicator.worker.state_link import StateLink
+from tests.support import sqlite_locked
 
 CONFIG = parse_config("clusters: {a: {bootstrap.servers: 'x:1'}, b: {bootstrap.servers: 'y:1'}}\n"
                       "routes: [{name: r, source: a, target: b, topics: [t]}]\n")
@@ -37,14 +37,8 @@ def outage(store: StateStore) -> Iterator[None]:
     url = store.engine.url
     store.engine.dispose()
     if url.get_backend_name() == "sqlite":  # a rollback-journal exclusive lock keeps readers out too
-        holder = sqlite3.connect(str(url.database), isolation_level=None)
-        holder.execute("PRAGMA journal_mode=DELETE")
-        holder.execute("BEGIN EXCLUSIVE")
-        try:
+        with sqlite_locked(str(url.database)):
             yield
-        finally:
-            holder.execute("ROLLBACK")
-            holder.close()
         return
     admin = create_engine(make_url(url).set(database="postgres"), isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:

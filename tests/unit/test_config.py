@@ -105,3 +105,31 @@ def test_config_path_comes_from_environment_when_not_given(tmp_path: Path) -> No
     (tmp_path / "m.yaml").write_text(GOOD)
     config = load_config(None, {"MIRRORFLOW_CONFIG": str(tmp_path / "m.yaml"), **ENV})
     assert [r.name for r in config.routes] == ["primary-to-backup"]
+
+
+@pytest.mark.parametrize(("where", "override", "named"), [
+    ("consumer", "enable.auto.commit: false", "routes[0].consumer.enable.auto.commit: MirrorFlow sets enable.auto.commit=true"),
+    ("consumer", "auto.offset.reset: earliest", "routes[0].consumer.auto.offset.reset: MirrorFlow sets auto.offset.reset=error"),
+    ("consumer", "group.id: mine", "routes[0].consumer.group.id: set by MirrorFlow (every worker of a route joins"),
+    ("consumer", "group.instance.id: w1", "routes[0].consumer.group.instance.id: set by MirrorFlow (a static identity"),
+    ("producer", "acks: 1", "routes[0].producer.acks: MirrorFlow sets acks=all"),
+    ("producer", "message.timeout.ms: 30000", "routes[0].producer.message.timeout.ms: MirrorFlow sets message.timeout.ms=0"),
+])
+def test_an_override_the_worker_would_ignore_is_refused(where: str, override: str, named: str) -> None:
+    text = ("clusters: {a: {bootstrap.servers: 'h:1'}, b: {bootstrap.servers: 'h:2'}}\n"
+            f"routes: [{{name: r, source: a, target: b, topics: [t], {where}: {{{override}}}}}]\n")
+    with pytest.raises(ConfigError) as refused:
+        parse_config(text)
+    assert named in str(refused.value)
+
+
+def test_an_override_that_agrees_with_the_worker_is_accepted() -> None:
+    config = parse_config("clusters: {a: {bootstrap.servers: 'h:1'}, b: {bootstrap.servers: 'h:2'}}\n"
+                          "routes: [{name: r, source: a, target: b, topics: [t], producer: {acks: all, "
+                          "enable.idempotence: true, client.id: billing-mirror}}]\n")
+    assert config.routes[0].producer["client.id"] == "billing-mirror"
+
+
+def test_a_cluster_property_the_worker_would_ignore_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"clusters\.a\.isolation\.level: MirrorFlow sets isolation.level=read_committed"):
+        parse_config("clusters: {a: {bootstrap.servers: 'h:1', isolation.level: read_uncommitted}}\n")

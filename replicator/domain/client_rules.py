@@ -1,0 +1,45 @@
+"""The librdkafka settings that carry MirrorFlow's guarantees, and the check that a config does not try
+to change them (pure: names and values only).
+
+The worker sets these after a route's overrides; an override that disagrees would be
+silently ignored, so the config refuses it instead, naming the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# The consumer of a route's source.
+CONSUMER_FIXED = {
+    "enable.auto.offset.store": "false",  # an offset is stored only once the target acked it
+    "enable.auto.commit": "true",  # ... and librdkafka commits what was stored, every 250 ms
+    "auto.offset.reset": "error",  # never jump silently: a missing position is decided by us
+    "group.protocol": "consumer",  # KIP-848: incremental, broker-driven assignment
+    "isolation.level": "read_committed",
+    "enable.partition.eof": "false",
+}
+# The producer to a route's target.
+PRODUCER_FIXED = {
+    "acks": "all",
+    "enable.idempotence": "true",  # ordered, no duplicates from retries, per partition
+    "message.timeout.ms": "0",  # retry forever: a target outage pauses the route, loses nothing
+}
+# Keys the worker owns outright: the route's group, and the static identity `--worker-id` gives.
+OWNED = {
+    "group.id": "every worker of a route joins the group mirrorflow-<route>",
+    "group.instance.id": "a static identity is given per worker with `mirrorflow run --worker-id`",
+}
+
+
+def refused_overrides(properties: Mapping[str, str], *fixed: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(key, why) for each key of ``properties`` the worker would overwrite."""
+    problems = []
+    for key, value in properties.items():
+        if key in OWNED:
+            problems.append((key, f"set by MirrorFlow ({OWNED[key]}); remove it"))
+            continue
+        for table in fixed:
+            if key in table and value.strip().lower() != table[key]:
+                why = f"MirrorFlow sets {key}={table[key]} (replication without loss depends on it); remove it"
+                problems.append((key, why))
+    return problems

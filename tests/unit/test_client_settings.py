@@ -1,0 +1,29 @@
+"""The librdkafka settings a route's worker gets: the guarantees fixed, the user's own choices kept."""
+
+from __future__ import annotations
+
+from replicator.config import parse_config
+from replicator.worker.clients import consumer_settings, producer_settings
+
+CONFIG = parse_config(
+    "clusters: {a: {bootstrap.servers: 'h:1'}, b: {bootstrap.servers: 'h:2'}}\n"
+    "routes: [{name: r, source: a, target: b, topics: [t], consumer: {client.id: billing-mirror, fetch.wait.max.ms: 10},"
+    " producer: {linger.ms: 20}}]\n")
+ROUTE = CONFIG.routes[0]
+
+
+def test_the_consumer_keeps_the_users_choices_and_the_guarantees() -> None:
+    settings = consumer_settings(CONFIG, ROUTE, "w-1")
+    assert settings["client.id"] == "billing-mirror" and settings["fetch.wait.max.ms"] == "10"
+    assert settings["group.id"] == "mirrorflow-r" and settings["group.instance.id"] == "w-1"
+    assert settings["enable.auto.offset.store"] == "false" and settings["auto.offset.reset"] == "error"
+
+
+def test_a_worker_without_an_id_is_a_dynamic_member() -> None:
+    assert "group.instance.id" not in consumer_settings(CONFIG, ROUTE)
+
+
+def test_the_producer_has_a_default_client_id_and_the_guarantees() -> None:
+    settings = producer_settings(CONFIG, ROUTE)
+    assert settings["client.id"] == "mirrorflow-r-producer" and settings["linger.ms"] == "20"
+    assert (settings["acks"], settings["enable.idempotence"], settings["message.timeout.ms"]) == ("all", "true", "0")
