@@ -110,3 +110,21 @@ def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[i
     finally:
         consumer.close()
     return {tp.partition: max(tp.offset, -1) for tp in found}
+
+
+def recreate_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    """Delete ``topic`` and create it again (Kafka deletes asynchronously: retry the creation)."""
+    from replicator.kafka.admin import admin_client, create_topics
+
+    admin = admin_client(bootstrap)
+    for future in admin.delete_topics([topic]).values():
+        future.result(timeout=15)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if create_topics(bootstrap, {topic: partitions}) == [topic]:
+                return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.5)

@@ -119,6 +119,7 @@ class RouteWorker(GroupMember):
         self._pause_reported = False
         self._consumer: Consumer | None = None
         self._rejoin_at: float | None = None  # when to replace a consumer the group refused (worker id held)
+        self._recreations_seen = 0
         self.id_held_since: float | None = None
         self._producer: Producer | None = None
 
@@ -159,6 +160,7 @@ class RouteWorker(GroupMember):
                 self._resubscribe()
             if (self.unplaced or self.resets) and time.monotonic() >= self._retry_at:
                 self._place()
+            self._renew_after_recreation()
             # librdkafka's batch consume waits its whole timeout unless the batch fills: take
             # what is there at once, and only block (until one arrives) when there is nothing
             # to do. While the queue is full every partition is paused: this call then only
@@ -228,16 +230,31 @@ class RouteWorker(GroupMember):
         self._rejoin_at = now + self.timeouts.rejoin
 
     def _rejoin(self) -> None:
-        """A new consumer in place of one a fatal error left unusable, subscribed as the old one was."""
         self._rejoin_at = None
-        old, self._consumer = self._consumer, self._new_consumer()
-        self._forget(set(self.inflight.ledgers) | self.unplaced)  # nothing, normally: it never joined
+        self._renew_consumer(None)
+
+    def _renew_consumer(self, reason: str | None) -> None:
+        """Close the source consumer (what it holds is handed over: flushed and committed first) and
+        join with a new one, subscribed as the old one was."""
+        if reason is not None:
+            log.warning("source consumer renewed route=%s reason=%r", self.route.name, reason)
+        old = self._consumer
         try:
             if old is not None:
                 old.close()
-        except (KafkaException, RuntimeError) as exc:
-            log.debug("closing the failed consumer route=%s error=%s", self.route.name, exc)
+        except (KafkaException, RuntimeError) as exc:  # a consumer a fatal error left unusable
+            log.debug("closing the source consumer route=%s error=%s", self.route.name, exc)
+        self._forget(set(self.inflight.ledgers) | self.unplaced)
+        self._consumer = self._new_consumer()
         self._subscribe(sorted(self.subscription.partitions))
+
+    def _renew_after_recreation(self) -> None:
+        """librdkafka keeps the leader epochs of a deleted topic and may never fetch the topic created again
+        under its name (its epochs start at 0 again: after broker restarts they are lower, and the metadata
+        is ignored, silently). A new consumer starts with none."""
+        seen, self._recreations_seen = self._recreations_seen, self.subscription.recreations
+        if self.subscription.recreations > seen:
+            self._renew_consumer("a source topic was deleted and created again")
 
     # -- the copy ----------------------------------------------------------------
 

@@ -54,6 +54,7 @@ class Subscription:
         self.state = StateLink(route, store)
         self.topic_ids: dict[str, str] = {}  # last id seen per source topic, kept after it vanishes
         self._recreations: set[tuple[str, str]] = set()
+        self.recreations = 0  # source topics seen deleted and created again (each new id once)
         self._next = 0.0
         self._sync_topic_ready = False
         self._source: AdminClient | None = None
@@ -130,6 +131,7 @@ class Subscription:
         if (topic, topic_id) in self._recreations:
             return
         self._recreations.add((topic, topic_id))
+        self.recreations += 1
         log.warning("source topic deleted and created again, copying the new one from its start route=%s "
                     "topic=%s topic_id=%s detail=%r", self.route.name, topic, topic_id, detail)
         metrics.RECREATED.labels(self.route.name, topic).inc()

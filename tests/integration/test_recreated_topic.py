@@ -13,7 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from replicator.domain.commit_metadata import encode_note
 from replicator.kafka.admin import admin_client, create_topics
-from tests.kafka_io import end_offsets, produce, read_all, total, wait_until
+from tests.kafka_io import end_offsets, produce, read_all, recreate_topic, total, wait_until
 from tests.records import by_partition, make_records, write_config
 from tests.support import Worker
 
@@ -24,22 +24,6 @@ def _topic_id(admin: AdminClient, topic: str) -> str:
     from confluent_kafka import TopicCollection
 
     return str(admin.describe_topics(TopicCollection([topic]))[topic].result(timeout=15).topic_id)
-
-
-def _recreate(bootstrap: str, topic: str) -> None:
-    """Delete ``topic`` and create it again (Kafka deletes asynchronously: retry the creation)."""
-    admin = admin_client(bootstrap)
-    for future in admin.delete_topics([topic]).values():
-        future.result(timeout=15)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if create_topics(bootstrap, {topic: PARTITIONS}) == [topic]:
-                return
-        except Exception:  # noqa: BLE001 - "marked for deletion" while the old one goes
-            if time.monotonic() > deadline:
-                raise
-        time.sleep(0.5)
 
 
 def _copy_first_generation(primary, backup, topic, tmp_path, workers):  # type: ignore[no-untyped-def]
@@ -80,7 +64,7 @@ def _assert_both_generations(backup, topic, first, second, window_copies_allowed
 def test_topic_recreated_while_replicating(primary, backup, unique_name, tmp_path, workers) -> None:  # type: ignore[no-untyped-def]
     topic = f"{unique_name}-live"
     _config, worker, first = _copy_first_generation(primary, backup, topic, tmp_path, workers)
-    _recreate(primary.bootstrap_servers, topic)
+    recreate_topic(primary.bootstrap_servers, topic, PARTITIONS)
     second = make_records(PARTITIONS, 300, "gen2")  # more than before: a reused offset would skip 100
     produce(primary.bootstrap_servers, topic, second)
     _assert_both_generations(backup, topic, first, second, window_copies_allowed=True)
@@ -97,7 +81,7 @@ def test_offset_of_the_deleted_topic_is_not_reused(primary, backup, unique_name,
     assert code == 0
     admin = admin_client(primary.bootstrap_servers)
     old_id = _topic_id(admin, topic)
-    _recreate(primary.bootstrap_servers, topic)
+    recreate_topic(primary.bootstrap_servers, topic, PARTITIONS)
     second = make_records(PARTITIONS, 300, "gen2")
     produce(primary.bootstrap_servers, topic, second)
     group = Consumer({"bootstrap.servers": primary.bootstrap_servers, "group.id": f"mirrorflow-re-{topic}"})
