@@ -27,6 +27,8 @@ def setup_logging(level: str = "warning") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     logging.getLogger("alembic").setLevel(max(logging.WARNING, root.level))  # its INFO is noise to users
-    # librdkafka repeats every failed reconnect; the worker logs each link change once.
+    # librdkafka repeats every failed reconnect, and a fatal error at each attempt to join with a worker id
+    # still held; the worker reports each link change, wait and fatal error once, in its own words. Its
+    # own lines are for --log-level debug.
     quiet = root.level > logging.DEBUG
-    logging.getLogger("replicator.librdkafka").setLevel(logging.CRITICAL if quiet else logging.DEBUG)
+    logging.getLogger("replicator.librdkafka").setLevel(logging.CRITICAL + 1 if quiet else logging.DEBUG)

@@ -52,8 +52,19 @@ class FakeProducer:
             raise BufferError("Local: Queue full")
         if partition < 0:
             raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "the fakes need an explicit partition"))
+        with self.cluster.lock:  # librdkafka checks the partition against its metadata before queueing
+            known = self.cluster.topics.get(topic)
+            if known is None:
+                raise KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC, "Local: Unknown topic"))
+            if partition >= len(known.logs):
+                raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, "Local: Unknown partition"))
         self.queue.append(Queued(topic, partition, key, value, headers, timestamp,
                                  on_delivery or callback or self.on_delivery))
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> object:
+        """Ask for metadata (the fakes always see the cluster as it is)."""
+        self.cluster.check_reachable("list_topics", self.process)
+        return None
 
     def poll(self, timeout: float | None = None) -> int:
         """Serve delivery reports (all, or ``deliveries_per_poll`` of a slow cluster); returns how many."""

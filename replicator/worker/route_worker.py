@@ -120,6 +120,7 @@ class RouteWorker(GroupMember):
         self._consumer: Consumer | None = None
         self._rejoin_at: float | None = None  # when to replace a consumer the group refused (worker id held)
         self._recreations_seen = 0
+        self._target_checked_at = 0.0
         self.id_held_since: float | None = None
         self._producer: Producer | None = None
 
@@ -292,11 +293,30 @@ class RouteWorker(GroupMember):
             )
         except BufferError:
             return False
-        except KafkaException as exc:  # refused before it left: too large for the producer itself
-            self._refuse(message, exc.args[0].str())
+        except KafkaException as exc:
+            if exc.args[0].code() in (KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC):
+                self._target_not_ready(target, partition)
+                return False  # kept, in order, until the target has the partition
+            self._refuse(message, exc.args[0].str())  # refused before it left: too large for the producer
             return True
         self.inflight.produced((topic, partition), message.offset(), target if target in self.merged else None)
         return True
+
+    def _target_not_ready(self, target: str, partition: int) -> None:
+        """A source partition arrived before its target partition: the group assigns a partition added to
+        a source topic at once, and the target topic grows at a worker's next topic refresh (or this
+        producer has not seen it grow yet). Refresh now, and ask the producer to look again."""
+        now = time.monotonic()
+        if now < self._target_checked_at + 1.0:
+            return
+        self._target_checked_at = now
+        log.info("target partition not there yet, waiting for it route=%s topic=%s partition=%s",
+                 self.route.name, target, partition)
+        self.subscription.force_refresh()
+        try:
+            self._producer.list_topics(target, timeout=5)  # type: ignore[union-attr]  # updates its metadata
+        except KafkaException as exc:
+            log.debug("target metadata not refreshed route=%s error=%s", self.route.name, exc.args[0].str())
 
     def _set_aside(self, message: Message, topic: str, headers: Any) -> bool:
         """Dead-letter mode: True when the record cannot fit its target topic and went aside."""

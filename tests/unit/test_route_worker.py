@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from replicator.testing import FakeKafka
 from replicator.testing.cluster import FakeCluster
-from tests.fake_route import WorkerThread, route_config, wait_until
+from tests.fake_route import FAST, WorkerThread, route_config, wait_until
 
 TOPIC, REPLICA, PARTITIONS = "orders", "source.orders", 4
 
@@ -173,4 +175,22 @@ def test_a_worker_restarted_under_its_id_after_a_crash_joins_once_the_id_is_rele
     kafka.expire("first")
     wait_until(lambda: all_copied(kafka), what="the copy after the id came back", alive=(again,))
     assert again.finish() is None
+    assert_nothing_lost(kafka)
+
+
+def test_a_partition_added_to_a_source_topic_waits_for_its_target_partition(kafka: FakeKafka) -> None:
+    """Found by the fault harness: the group assigns a new source partition at once, before any worker
+    grew the target topic; producing to it failed with "Local: Unknown partition" and stopped the route."""
+    produce(kafka["source"], 50)
+    slow_refresh = dataclasses.replace(FAST, refresh=3600.0)  # only a forced refresh grows the target
+    worker = WorkerThread(kafka, "a", route_config(kafka), slow_refresh)
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    kafka["source"].add_partitions(TOPIC, PARTITIONS + 2)
+    for partition in (PARTITIONS, PARTITIONS + 1):
+        for n in range(20):
+            kafka["source"].append(TOPIC, partition, None, f"p{partition}-{n}".encode())
+    wait_until(lambda: len(kafka["target"].topics[REPLICA].logs) == PARTITIONS + 2
+               and len(kafka["target"].records(REPLICA, PARTITIONS + 1)) == 20, what="the new partitions copied",
+               alive=(worker,))
+    assert worker.finish() is None
     assert_nothing_lost(kafka)
