@@ -8,7 +8,14 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_INVALID,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 
 from replicator.testing.cluster import FakeCluster
 from replicator.testing.message import FakeMessage
@@ -31,6 +38,7 @@ class FakeConsumer:
         self.on_commit: Callback = settings.get("on_commit")
         self.positions: dict[TP, int | None] = {}  # assigned partitions -> next offset (None: unknown)
         self.paused: set[TP] = set()
+        self.stuck: set[TP] = set()  # after a failed reset: seek refused until assigned again
         self.stored: dict[TP, tuple[int, str | None]] = {}
         self.errors: deque[FakeMessage] = deque()
         self.callbacks: dict[str, Callback] = {}
@@ -78,7 +86,8 @@ class FakeConsumer:
         self._assigned_in_callback = True
         for tp in partitions:
             key = (tp.topic, tp.partition)
-            self.positions[key] = tp.offset if tp.offset >= 0 else self._start_of(key)
+            self.stuck.discard(key)
+            self.positions[key] = self._resolve(key, tp.offset)
 
     def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
         """Remove partitions (their stored, uncommitted offsets are dropped)."""
@@ -86,6 +95,7 @@ class FakeConsumer:
         for tp in partitions:
             key = (tp.topic, tp.partition)
             self.positions.pop(key, None)
+            self.stuck.discard(key)
             self.paused.discard(key)
             self.stored.pop(key, None)
             self.errors = deque(e for e in self.errors if (e.topic(), e.partition()) != key)
@@ -93,6 +103,15 @@ class FakeConsumer:
     def assignment(self) -> list[TopicPartition]:
         """The assigned partitions."""
         return [TopicPartition(t, p) for t, p in sorted(self.positions)]
+
+    def _resolve(self, key: TP, offset: int) -> int | None:
+        """An absolute offset as it is; OFFSET_BEGINNING/END as the log's start/end; else the committed one."""
+        if offset >= 0:
+            return offset
+        if offset in (OFFSET_BEGINNING, OFFSET_END):
+            low, high = self.cluster.watermarks(*key)
+            return low if offset == OFFSET_BEGINNING else high
+        return self._start_of(key)
 
     def _start_of(self, key: TP) -> int | None:
         committed = self.group.committed.get(key)
@@ -105,8 +124,11 @@ class FakeConsumer:
         return low if self.reset in ("earliest", "smallest") else high
 
     def _reset_error(self, key: TP) -> None:
+        # librdkafka's own reset failed (auto.offset.reset=error): it reports it, and the partition is
+        # then in a state that no seek leaves (_STATE) until it is assigned again.
         error = KafkaError(KafkaError._AUTO_OFFSET_RESET, f"fetch position of {key} is out of range")
         self.errors.append(FakeMessage(key[0], key[1], -1, error=error))
+        self.stuck.add(key)
 
     def pause(self, partitions: list[TopicPartition]) -> None:
         """Stop fetching these partitions."""
@@ -119,8 +141,8 @@ class FakeConsumer:
     def seek(self, partition: TopicPartition) -> None:
         """Move the fetch position of an assigned partition (drops what was fetched before)."""
         key = (partition.topic, partition.partition)
-        if key not in self.positions:
-            raise KafkaException(KafkaError(KafkaError._STATE, f"{key} is not assigned"))
+        if key not in self.positions or key in self.stuck:
+            raise KafkaException(KafkaError(KafkaError._STATE, f"Failed to seek {key}: Local: Erroneous state"))
         self.positions[key] = partition.offset
         self.errors = deque(e for e in self.errors if (e.topic(), e.partition()) != key)
 

@@ -94,11 +94,13 @@ class Positioner:
         decision = start_position(position, low, high, self._start_kind())
         self._explain(topic, partition, decision)
         if self.failure is None:
+            target = TopicPartition(topic, partition, decision.offset)
             try:
-                consumer.seek(TopicPartition(topic, partition, decision.offset))
-            except KafkaException as exc:
-                # The partition is being handed over (a recreated topic changes its id,
-                # and the group reassigns it): its next owner places it from the commit.
-                log.warning("could not move the position, leaving it to the reassignment route=%s topic=%s "
-                            "partition=%s error=%s", self.route.name, topic, partition, exc.args[0].str())
+                consumer.seek(target)
+            except KafkaException:
+                # After librdkafka's own reset error the partition is in a state no seek leaves
+                # ("Erroneous state"): it would stall silently. Taking it out of the assignment and
+                # back at the new position starts its fetch afresh.
+                consumer.incremental_unassign([TopicPartition(topic, partition)])
+                consumer.incremental_assign([target])
         return self.failure

@@ -115,6 +115,8 @@ class GroupMember:
             self.failure = self.positioner.recover(consumer, key, position) or self.failure
             self.resets.discard(key)
             self.subscription.force_refresh()
+            if self.paused:  # a partition assigned afresh fetches: the backlog comes first
+                consumer.pause([TopicPartition(*key)])
 
     # -- rebalance (callbacks served by consume) -----------------------------------
 

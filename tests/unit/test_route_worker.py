@@ -194,3 +194,22 @@ def test_a_partition_added_to_a_source_topic_waits_for_its_target_partition(kafk
                alive=(worker,))
     assert worker.finish() is None
     assert_nothing_lost(kafka)
+
+
+def test_records_after_a_retention_gap_are_copied_and_the_gap_reported(kafka: FakeKafka,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the fault harness: after librdkafka's own reset error the partition refused every seek
+    ("Erroneous state"): the gap was reported, and the records after it waited for a restart."""
+    produce(kafka["source"], 100)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    kafka.freeze("a")  # the worker stops fetching while retention runs ahead of it
+    produce(kafka["source"], 100, start=100)
+    kafka["source"].delete_records(TOPIC, 0, 150)
+    kafka.thaw("a")
+    wait_until(lambda: len(kafka["target"].records(REPLICA, 0)) == 150, what="the records after the gap",
+               alive=(worker,))
+    assert worker.finish() is None
+    assert [r.value for r in kafka["target"].records(REPLICA, 0)] == (
+        [f"p0-{n}".encode() for n in range(100)] + [f"p0-{n}".encode() for n in range(150, 200)])
+    assert "lost_from=100 lost_to_exclusive=150 count=50" in caplog.text
