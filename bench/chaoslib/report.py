@@ -51,6 +51,7 @@ class Final:
     unexpected: int
     foreign: int
     retention_differences: tuple[str, ...] = ()
+    harness_errors: tuple[str, ...] = ()  # faults the harness could not inject or heal
     lost_examples: tuple[str, ...] = ()
     traceback_logs: tuple[str, ...] = ()
     exits: tuple[WorkerExit, ...] = field(default_factory=tuple)
@@ -108,6 +109,8 @@ def failures(final: Final) -> list[str]:
         found.append(f"{final.mismatched} records changed on the way (fingerprint differs)")
     if final.out_of_order:
         found.append(f"{final.out_of_order} records out of order (first copies, per partition)")
+    if final.harness_errors:
+        found.append(f"{len(final.harness_errors)} faults could not be injected or healed")
     if final.traceback_logs:
         found.append(f"a traceback in {', '.join(final.traceback_logs)}")
     return found
@@ -124,6 +127,7 @@ def summary(final: Final, outcomes: Sequence[FaultOutcome]) -> str:
              f"foreign {final.foreign}"]
     lines += [f"  lost: {example}" for example in final.lost_examples]
     lines += [f"  retention report differs: {line}" for line in final.retention_differences]
+    lines += [f"  harness error: {line}" for line in final.harness_errors]
     lines += [f"  worker {e.worker} exited at {e.at_s:.0f}s with code {e.code}: {e.reason}" for e in exits]
     problems = failures(final)
     lines.append("FAILED: " + "; ".join(problems) if problems else "PASSED: every record accounted for")
