@@ -43,7 +43,7 @@ def _wait_arrived(chaos: Chaos, streams: list[Stream], timeout: float) -> int:
     """Until every record sent to ``streams`` is on the target; returns how many are still missing."""
     deadline, counts = time.monotonic() + timeout, chaos.verifier.counts()
     wanted = {s: counts.get(s, 0) for s in streams}
-    while (missing := chaos.reader.missing(wanted, chaos.verifier.excused)) and time.monotonic() < deadline:
+    while (missing := chaos.reader.missing(wanted, chaos.verifier.excused_now())) and time.monotonic() < deadline:
         time.sleep(0.25)
     return missing
 

@@ -78,6 +78,11 @@ class Verifier:
         with self._lock:
             self.excused.setdefault(stream, set()).update(seqs)
 
+    def excused_now(self) -> dict[Stream, set[int]]:
+        """A copy of the records nobody waits for."""
+        with self._lock:
+            return {stream: set(seqs) for stream, seqs in self.excused.items()}
+
     def active(self) -> list[Stream]:
         """The steady streams being written now."""
         with self._lock:

@@ -50,6 +50,7 @@ class Final:
     mismatched: int
     unexpected: int
     foreign: int
+    late: int = 0  # found missing at a fault's check, on the target by the end
     retention_differences: tuple[str, ...] = ()
     harness_errors: tuple[str, ...] = ()  # faults the harness could not inject or heal
     lost_examples: tuple[str, ...] = ()
@@ -124,7 +125,7 @@ def summary(final: Final, outcomes: Sequence[FaultOutcome]) -> str:
              f"lost {final.lost}, lost to retention as reported {final.reported_lost} "
              f"(reported but present {final.over_reported}), duplicates {final.duplicates}, "
              f"out of order {final.out_of_order}, changed {final.mismatched}, unexpected {final.unexpected}, "
-             f"foreign {final.foreign}"]
+             f"foreign {final.foreign}, late (missing at a check, there by the end) {final.late}"]
     lines += [f"  lost: {example}" for example in final.lost_examples]
     lines += [f"  retention report differs: {line}" for line in final.retention_differences]
     lines += [f"  harness error: {line}" for line in final.harness_errors]

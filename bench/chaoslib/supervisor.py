@@ -112,13 +112,16 @@ class Supervisor:
             worker.process = None
 
     def _reason(self, worker: _Worker) -> str:
-        """The last line the worker wrote (its stderr and stdout share the log)."""
+        """Why the worker's last run ended: its one-line ``mirrorflow: error: ...`` when it printed one
+        (an error may go on over several lines), else the last line it wrote (stderr and stdout share
+        the log)."""
         try:
-            lines = [line for line in worker.log.read_text(errors="replace").splitlines()
-                     if line.strip() and not line.startswith(MARK)]
+            text = worker.log.read_text(errors="replace")
         except OSError:
             return "(no log)"
-        return lines[-1].strip()[:300] if lines else "(no output)"
+        lines = [line.strip() for line in text.rsplit(MARK, 1)[-1].splitlines()[1:] if line.strip()]
+        said = [line for line in lines if line.startswith("mirrorflow: ")]
+        return (said or lines or ["(no output)"])[-1][:300]
 
     def _watch(self) -> None:
         while not self._stop.wait(0.2):
