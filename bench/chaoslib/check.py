@@ -40,20 +40,33 @@ class Checker:
     reported: list[LossRange] = field(default_factory=list)
     tracebacks: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)
+    # Streams that had records missing and nothing new arrived during a whole check: later
+    # checks count their records lost at once instead of waiting out their bound for them
+    # every time (a partition the route stopped copying would make every check take the
+    # bound). A stalled stream that moves again is waited for again.
+    stalled: set[Stream] = field(default_factory=set)
+    _positions: dict[Stream, int] = field(default_factory=dict)
 
     def settle(self, heal: Heal) -> tuple[float | None, float | None]:
         """Seconds from the heal until every record sent before it arrived, and until a record sent
         after it arrived on every steady partition; None for what did not happen within the bound."""
         settle_s = flow_s = None
         deadline = heal.at + self.chaos.settings.settle_timeout
-        skip = self._not_awaited()
+        skip, cut = self._not_awaited(), {s: n for s, n in heal.cut.items() if s not in self.stalled}
         while time.monotonic() < deadline and (settle_s is None or flow_s is None):
-            if settle_s is None and not self.chaos.reader.missing(heal.cut, skip):
+            if settle_s is None and not self.chaos.reader.missing(cut, skip):
                 settle_s = time.monotonic() - heal.at
             if flow_s is None:
                 flow_s = self._flow(heal)
             time.sleep(0.25)
         return settle_s, flow_s
+
+    def _update_stalled(self, tally: Tally) -> None:
+        positions = self.chaos.reader.positions()
+        moved = {s for s, n in positions.items() if n != self._positions.get(s, 0)}
+        missing = {s for s, t in tally.streams.items() if t.lost}
+        self.stalled = (self.stalled - moved) | {s for s in missing - moved if s in self._positions or not positions.get(s)}
+        self._positions = positions
 
     def _not_awaited(self) -> dict[Stream, set[int]]:
         """Records deleted at the source on purpose, and those an earlier check already found lost
@@ -64,10 +77,10 @@ class Checker:
         return skip
 
     def _flow(self, heal: Heal) -> float | None:
-        if not heal.marks:
+        marks = {s: seq for s, seq in heal.marks.items() if s not in self.stalled}
+        if not marks:
             return 0.0  # nothing is written any more (the final check): no flow to wait for
-        arrivals = [self.chaos.reader.first_at_or_after(s, seq, heal.positions.get(s, 0))
-                    for s, seq in heal.marks.items()]
+        arrivals = [self.chaos.reader.first_at_or_after(s, seq, heal.positions.get(s, 0)) for s, seq in marks.items()]
         if any(a is None for a in arrivals):
             return None
         return max(a for a in arrivals if a is not None) - heal.at
@@ -81,7 +94,7 @@ class Checker:
         return account(self.chaos.verifier.snapshot(), got, cut, self.reported, foreign)
 
     def outcome(self, index: int, kind: str, injected: Injected, duration: float, heal: Heal,
-                exits_before: int) -> FaultOutcome:
+                exits_before: int, injected_at: float) -> FaultOutcome:
         """Settle, account, and describe one fault."""
         settle_s, flow_s = self.settle(heal)
         tally = self.tally(heal.cut)
@@ -90,11 +103,15 @@ class Checker:
         duplicates, self.duplicates = tally.total("duplicates") - self.duplicates, tally.total("duplicates")
         new_tracebacks = self.chaos.supervisor.new_tracebacks()
         self.tracebacks.update(new_tracebacks)
+        self._update_stalled(tally)
         detail = injected.detail + (self._retention(injected.loss_topic) if injected.loss_topic else "")
+        if self.stalled:
+            detail += f"; stalled (not copied during a whole check): {', '.join(map(str, sorted(self.stalled)))}"
         return FaultOutcome(index, kind, injected.side, detail, round(duration, 1),
                             None if flow_s is None else round(flow_s, 2),
                             None if settle_s is None else round(settle_s, 2), len(new_lost), duplicates,
-                            tuple(self.chaos.supervisor.exits[exits_before:]), bool(new_tracebacks))
+                            tuple(self.chaos.supervisor.exits[exits_before:]), bool(new_tracebacks),
+                            round(injected_at - self.began, 1))
 
     def _retention(self, topic: str) -> str:
         got, _ = self.chaos.reader.snapshot()

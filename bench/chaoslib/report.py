@@ -34,6 +34,7 @@ class FaultOutcome:
     duplicates: int  # extra copies that reached the target since the previous check
     exits: tuple[WorkerExit, ...] = ()
     traceback: bool = False
+    at_s: float = 0.0  # when it was injected, seconds since the run began
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench.chaoslib.check import Checker, healed
-from bench.chaoslib.cluster import CLUSTER_NAMES, start_clusters
+from bench.chaoslib.cluster import CLUSTER_NAMES, ProxiedCluster, start_clusters
 from bench.chaoslib.context import ROUTE, TOPIC_PREFIX, Chaos, Injected, Settings
 from bench.chaoslib.faults import FAULTS, Deck
 from bench.chaoslib.producer import Verifier
@@ -46,11 +46,11 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
-def _config(work: Path, sides: dict[str, object], state_url: str) -> Path:
+def _config(work: Path, sides: dict[str, ProxiedCluster], state_url: str) -> Path:
+    """The workers' mirrorflow.yaml: both clusters through their proxies, one route."""
     path = work / "mirrorflow.yaml"
     path.write_text(json.dumps({  # JSON is YAML
-        "clusters": {CLUSTER_NAMES[side]: {"bootstrap.servers": cluster.proxied}  # type: ignore[attr-defined]
-                     for side, cluster in sides.items()},
+        "clusters": {CLUSTER_NAMES[side]: {"bootstrap.servers": cluster.proxied} for side, cluster in sides.items()},
         "routes": [{"name": ROUTE, "source": CLUSTER_NAMES["source"], "target": CLUSTER_NAMES["target"],
                     "topics": [f"{TOPIC_PREFIX}.*"]}],
         "state": {"url": state_url},
@@ -65,8 +65,8 @@ def _setup(settings: Settings, work: Path, stack: contextlib.ExitStack, began: f
     for cluster in sides.values():
         stack.callback(cluster.stop)
     statedb = StateDb(settings.state, work / "state")
-    stack.callback(statedb.close)
-    config = _config(work, sides, statedb.url)  # type: ignore[arg-type]
+    stack.callback(lambda: statedb.close(keep=settings.keep))
+    config = _config(work, sides, statedb.url)
     verifier = Verifier(sides["source"].direct, settings.rate, settings.padding)
     stack.callback(verifier.stop)
     reader = TargetReader(sides["target"].direct)
@@ -108,7 +108,7 @@ def _one_fault(chaos: Chaos, checker: Checker, index: int, kind: str) -> FaultOu
     except Exception as exc:  # noqa: BLE001
         checker.errors.append(f"#{index} {kind}: heal: {type(exc).__name__}: {exc}")
     heal = healed(chaos)
-    return checker.outcome(index, kind, injected, heal.at - began, heal, exits_before)
+    return checker.outcome(index, kind, injected, heal.at - began, heal, exits_before, began)
 
 
 def _hold(chaos: Chaos, seconds: float) -> None:
@@ -131,7 +131,7 @@ def run(settings: Settings, progress: Progress) -> RunResult:
             checker = Checker(chaos, began)
             chaos.supervisor.start(*chaos.workers)  # together, on a fresh state DB
             start = Injected(None, f"{settings.workers} workers started together on a fresh state DB", 0.0)
-            outcomes.append(checker.outcome(0, "start", start, 0.0, healed(chaos), 0))
+            outcomes.append(checker.outcome(0, "start", start, 0.0, healed(chaos), 0, time.monotonic()))
             progress(_line(outcomes[-1], checker, settings.cycles))
             deck = Deck(settings.kinds, chaos.rng)
             for index in range(1, settings.cycles + 1):

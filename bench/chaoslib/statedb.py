@@ -12,6 +12,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +43,14 @@ class StateDb:
         bindir = postgres_bin()
         if bindir is None:
             raise RuntimeError("--state postgres: PostgreSQL's binaries (initdb, pg_ctl) are not installed")
-        self._bin, self._data, self._port = bindir, home / "pgdata", free_port()
+        # Its own folder under the system temp dir: as root, the server runs as the postgres user,
+        # who cannot reach into the run's folder (mkdtemp and pytest make them 0700).
+        self._pg_home = Path(tempfile.mkdtemp(prefix="mirrorflow-chaos-pg-"))
+        self._bin, self._data, self._port = bindir, self._pg_home / "data", free_port()
+        if os.geteuid() == 0:  # initdb refuses root
+            shutil.chown(self._pg_home, "postgres", "postgres")
         home.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:  # initdb refuses root; the server runs as the postgres user
-            home.chmod(0o755)
-            home.parent.chmod(0o755)
-            shutil.chown(home, "postgres", "postgres")
+        (home / "postgres").symlink_to(self._pg_home)  # its log, beside the other logs of the run
         self._pg("initdb", "-D", str(self._data), "-U", "mirrorflow", "--auth=trust", "-E", "UTF8")
         self.start_server()
         self.url = f"postgresql+psycopg://mirrorflow@127.0.0.1:{self._port}/postgres"
@@ -62,8 +65,8 @@ class StateDb:
 
     def start_server(self) -> None:
         """Start the PostgreSQL server (waits until it accepts connections)."""
-        self._pg("pg_ctl", "-D", str(self._data), "-w", "-l", str(self.home / "postgres.log"), "-o",
-                 f"-p {self._port} -k {self.home} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+        self._pg("pg_ctl", "-D", str(self._data), "-w", "-l", str(self._pg_home / "postgres.log"), "-o",
+                 f"-p {self._port} -k {self._pg_home} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
 
     def stop_server(self) -> None:
         """Stop the PostgreSQL server (fast: open sessions are cut)."""
@@ -113,11 +116,13 @@ class StateDb:
             engine.dispose()
         return [LossRange(str(t), int(p), int(a), int(b)) for t, p, a, b in rows]
 
-    def close(self) -> None:
-        """Let go of any lock and stop the server (the data stays in ``home``)."""
+    def close(self, keep: bool = False) -> None:
+        """Let go of any lock and stop the server; its folder goes unless ``keep``."""
         self.release()
         if self.kind == "postgres":
             try:
                 self.stop_server()
             except RuntimeError:
                 pass  # already stopped (a fault was interrupted)
+            if not keep:
+                shutil.rmtree(self._pg_home, ignore_errors=True)
