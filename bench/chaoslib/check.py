@@ -35,7 +35,7 @@ class Checker:
 
     chaos: Chaos
     began: float
-    lost: set[tuple[Stream, int]] = field(default_factory=set)
+    lost: dict[tuple[Stream, int], int] = field(default_factory=dict)  # record -> the fault that found it
     duplicates: int = 0
     reported: list[LossRange] = field(default_factory=list)
     tracebacks: set[str] = field(default_factory=set)
@@ -46,6 +46,7 @@ class Checker:
     # bound). A stalled stream that moves again is waited for again.
     stalled: set[Stream] = field(default_factory=set)
     _positions: dict[Stream, int] = field(default_factory=dict)
+    final_lost: set[tuple[Stream, int]] = field(default_factory=set)
 
     def settle(self, heal: Heal) -> tuple[float | None, float | None]:
         """Seconds from the heal until every record sent before it arrived, and until a record sent
@@ -72,7 +73,7 @@ class Checker:
         """Records deleted at the source on purpose, and those an earlier check already found lost
         (counted there; each later check would otherwise wait its whole bound for them again)."""
         skip = self.chaos.verifier.excused_now()
-        for stream, seq in self.lost:
+        for stream, seq in self.lost.keys():
             skip.setdefault(stream, set()).add(seq)
         return skip
 
@@ -98,8 +99,8 @@ class Checker:
         """Settle, account, and describe one fault."""
         settle_s, flow_s = self.settle(heal)
         tally = self.tally(heal.cut)
-        new_lost = tally.lost_records() - self.lost
-        self.lost |= new_lost
+        new_lost = tally.lost_records() - self.lost.keys()
+        self.lost.update(dict.fromkeys(new_lost, index))
         duplicates, self.duplicates = tally.total("duplicates") - self.duplicates, tally.total("duplicates")
         new_tracebacks = self.chaos.supervisor.new_tracebacks()
         self.tracebacks.update(new_tracebacks)
@@ -121,11 +122,21 @@ class Checker:
         shown = ", ".join(f"[{r.start},{r.end})" for r in mine) or "nothing"
         return f"; route reported {shown}: " + ("exact" if not differences else differences[0])
 
+    def still_lost(self, final_lost: set[tuple[Stream, int]]) -> dict[int, int]:
+        """Per fault index, how many of the records its check found missing were never copied."""
+        counts: dict[int, int] = {}
+        for record in final_lost:
+            index = self.lost.get(record)
+            if index is not None:
+                counts[index] = counts.get(index, 0) + 1
+        return counts
+
     def final(self, seed: int) -> Final:
         """Everything sent, settled (bounded) and accounted for."""
         cut = self.chaos.verifier.counts()
         self.settle(Heal(time.monotonic(), cut, {}, {}))
         tally = self.tally(cut)
+        self.final_lost = tally.lost_records()
         got, _ = self.chaos.reader.snapshot()
         sent = self.chaos.verifier.snapshot()
         truth = true_losses(sent, got, self.chaos.deleted_below)
@@ -135,7 +146,7 @@ class Checker:
         return Final(seed, sum(1 for records in sent.values() for r in records if r.offset is not None),
                      tally.total("lost"), tally.total("reported_lost"), tally.total("over_reported"),
                      tally.total("duplicates"), tally.total("out_of_order"), tally.total("mismatched"),
-                     tally.total("unexpected"), tally.foreign, len(self.lost - tally.lost_records()),
+                     tally.total("unexpected"), tally.foreign, len(self.lost.keys() - tally.lost_records()),
                      tuple(compare_losses(truth, self.reported)),
                      tuple(self.errors), tuple(examples), tuple(sorted(self.tracebacks)),
                      tuple(self.chaos.supervisor.exits))

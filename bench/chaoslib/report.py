@@ -30,11 +30,12 @@ class FaultOutcome:
     duration_s: float
     flow_s: float | None  # heal -> a record produced after it is on the target, on every partition
     settle_s: float | None  # heal -> every record acknowledged before it is on the target
-    lost: int  # records this check found missing for the first time (not reported by the route)
+    missing: int  # records this check found missing for the first time (not reported by the route)
     duplicates: int  # extra copies that reached the target since the previous check
     exits: tuple[WorkerExit, ...] = ()
     traceback: bool = False
     at_s: float = 0.0  # when it was injected, seconds since the run began
+    lost: int = 0  # of those found missing here, how many were still missing at the end
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,7 @@ def kind_rows(outcomes: Sequence[FaultOutcome]) -> list[dict[str, Any]]:
         dups = [o.duplicates for o in mine]
         rows.append({
             "kind": kind, "count": len(mine), "lost": sum(o.lost for o in mine),
+            "missing": sum(o.missing for o in mine),
             "dups_max": max(dups), "dups_mean": sum(dups) / len(dups),
             "flow_p50_s": _p50(flows), "flow_max_s": max(flows) if flows else None,
             "no_flow": sum(o.flow_s is None for o in mine), "unsettled": sum(o.settle_s is None for o in mine),
@@ -87,11 +89,11 @@ def _seconds(value: float | None) -> str:
 
 def table(outcomes: Sequence[FaultOutcome]) -> str:
     """The per-kind table as text."""
-    head = ("kind", "count", "lost", "dups max", "dups mean", "flow p50 s", "flow max s", "no flow",
+    head = ("kind", "count", "lost", "missing", "dups max", "dups mean", "flow p50 s", "flow max s", "no flow",
             "unsettled", "exits", "traceback")
     lines = [head]
     for row in kind_rows(outcomes):
-        lines.append((row["kind"], str(row["count"]), str(row["lost"]), str(row["dups_max"]),
+        lines.append((row["kind"], str(row["count"]), str(row["lost"]), str(row["missing"]), str(row["dups_max"]),
                       f"{row['dups_mean']:.1f}", _seconds(row["flow_p50_s"]), _seconds(row["flow_max_s"]),
                       str(row["no_flow"]), str(row["unsettled"]), str(row["exits"]),
                       "yes" if row["traceback"] else "no"))

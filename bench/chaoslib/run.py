@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import random
@@ -89,7 +90,7 @@ def _line(outcome: FaultOutcome, checker: Checker, cycles: int) -> str:
     flow = "-" if outcome.flow_s is None else f"{outcome.flow_s:.1f}s"
     settle = "NOT SETTLED" if outcome.settle_s is None else f"{outcome.settle_s:.1f}s"
     return (f"#{outcome.index}/{cycles} {outcome.kind} side={outcome.side or '-'} {outcome.duration_s:.1f}s "
-            f"({outcome.detail}): settled {settle}, flow {flow}, lost {outcome.lost} (total {len(checker.lost)}), "
+            f"({outcome.detail}): settled {settle}, flow {flow}, missing {outcome.missing} (total {len(checker.lost)}), "
             f"dups +{outcome.duplicates} (total {checker.duplicates})"
             + (" TRACEBACK" if outcome.traceback else "") + "".join(f"\n    {e}" for e in exits))
 
@@ -139,6 +140,8 @@ def run(settings: Settings, progress: Progress) -> RunResult:
                 progress(_line(outcomes[-1], checker, settings.cycles))
             chaos.verifier.stop()
             final = checker.final(settings.seed)
+            still = checker.still_lost(checker.final_lost)
+            outcomes = [dataclasses.replace(o, lost=still.get(o.index, 0)) for o in outcomes]
     finally:
         kept = settings.keep or final is None or bool(failures(final))
         if not kept and settings.work_dir is None:
