@@ -51,14 +51,17 @@ class Checker:
     def settle(self, heal: Heal) -> tuple[float | None, float | None]:
         """Seconds from the heal until every record sent before it arrived, and until a record sent
         after it arrived on every steady partition; None for what did not happen within the bound."""
-        settle_s = flow_s = None
         deadline = heal.at + self.chaos.settings.settle_timeout
         skip, cut = self._not_awaited(), {s: n for s, n in heal.cut.items() if s not in self.stalled}
-        while time.monotonic() < deadline and (settle_s is None or flow_s is None):
+        marks = {s: seq for s, seq in heal.marks.items() if s not in self.stalled}
+        # No marks at all: nothing is written any more (the final check). Marks, all of them on
+        # stalled partitions: records do not flow, and waiting for it would only use up the bound.
+        settle_s, flow_s = None, (0.0 if not heal.marks else None)
+        while time.monotonic() < deadline and (settle_s is None or (flow_s is None and marks)):
             if settle_s is None and not self.chaos.reader.missing(cut, skip):
                 settle_s = time.monotonic() - heal.at
-            if flow_s is None:
-                flow_s = self._flow(heal)
+            if flow_s is None and marks:
+                flow_s = self._flow(heal, marks)
             time.sleep(0.25)
         return settle_s, flow_s
 
@@ -66,7 +69,9 @@ class Checker:
         positions = self.chaos.reader.positions()
         moved = {s for s, n in positions.items() if n != self._positions.get(s, 0)}
         missing = {s for s, t in tally.streams.items() if t.lost}
-        self.stalled = (self.stalled - moved) | {s for s in missing - moved if s in self._positions or not positions.get(s)}
+        # still: nothing new since the previous check, or nothing at all yet after a whole bound
+        still = {s for s in missing - moved if s in self._positions or not positions.get(s)}
+        self.stalled = (self.stalled - moved) | still
         self._positions = positions
 
     def _not_awaited(self) -> dict[Stream, set[int]]:
@@ -77,10 +82,7 @@ class Checker:
             skip.setdefault(stream, set()).add(seq)
         return skip
 
-    def _flow(self, heal: Heal) -> float | None:
-        marks = {s: seq for s, seq in heal.marks.items() if s not in self.stalled}
-        if not marks:
-            return 0.0  # nothing is written any more (the final check): no flow to wait for
+    def _flow(self, heal: Heal, marks: dict[Stream, int]) -> float | None:
         arrivals = [self.chaos.reader.first_at_or_after(s, seq, heal.positions.get(s, 0)) for s, seq in marks.items()]
         if any(a is None for a in arrivals):
             return None

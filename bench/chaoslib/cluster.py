@@ -63,11 +63,6 @@ class ProxiedCluster:
             os.kill(pid, signal.SIGCONT)
         self.frozen = False
 
-    def kill_and_start(self) -> None:
-        """SIGKILL (a crash: nothing flushed by the broker itself), then start it again."""
-        self.cluster.kill()
-        self.cluster.start()
-
     def stop(self) -> None:
         """A clean stop (thawed first: a stopped JVM cannot act on SIGTERM)."""
         if self.frozen:

@@ -90,7 +90,8 @@ def _line(outcome: FaultOutcome, checker: Checker, cycles: int) -> str:
     flow = "-" if outcome.flow_s is None else f"{outcome.flow_s:.1f}s"
     settle = "NOT SETTLED" if outcome.settle_s is None else f"{outcome.settle_s:.1f}s"
     return (f"#{outcome.index}/{cycles} {outcome.kind} side={outcome.side or '-'} {outcome.duration_s:.1f}s "
-            f"({outcome.detail}): settled {settle}, flow {flow}, missing {outcome.missing} (total {len(checker.lost)}), "
+            f"({outcome.detail}): settled {settle}, flow {flow}, "
+            f"missing {outcome.missing} (total {len(checker.lost)}), "
             f"dups +{outcome.duplicates} (total {checker.duplicates})"
             + (" TRACEBACK" if outcome.traceback else "") + "".join(f"\n    {e}" for e in exits))
 

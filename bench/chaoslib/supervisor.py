@@ -51,7 +51,8 @@ class Supervisor:
         """Start these workers now, together (their processes are launched back to back)."""
         with self._lock:
             for worker_id in worker_ids:
-                worker = self._workers.setdefault(worker_id, _Worker(worker_id, self._log_dir / f"worker-{worker_id}.log"))
+                log = self._log_dir / f"worker-{worker_id}.log"
+                worker = self._workers.setdefault(worker_id, _Worker(worker_id, log))
                 self._launch(worker)
 
     def _launch(self, worker: _Worker) -> None:
