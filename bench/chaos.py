@@ -29,9 +29,16 @@ from bench.chaoslib.toxiproxy import ProxyError, check_binary  # noqa: E402
 STARTED = time.monotonic()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but bad usage exits 2 with one line instead of the whole usage block."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
-    parser = argparse.ArgumentParser(prog="chaos.py", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="chaos.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cycles", type=int, default=100, help="faults to inject (default 100)")
     parser.add_argument("--seed", type=int, default=7, help="seed of the fault sequence (default 7)")
     parser.add_argument("--kinds", default="", help=f"comma-separated fault kinds (default: all that apply): "

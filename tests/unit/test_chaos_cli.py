@@ -24,6 +24,14 @@ def test_bad_input_exits_2_with_one_line(argv: list[str], message: str, capsys: 
     assert err.startswith(message) and err.count("\n") == 1
 
 
+def test_a_malformed_option_is_one_line_too(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--cycles", "many"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == ("chaos.py: argument --cycles: invalid int value: 'many' "
+                                       "(see chaos.py --help)\n")
+
+
 def test_a_file_that_is_not_executable_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     binary = tmp_path / "toxiproxy-server"
     binary.write_text("")
