@@ -62,6 +62,11 @@ class Verifier:
         with self._lock:
             self._paused.add(topic)
 
+    def resume(self, topic: str) -> None:
+        """Write ``topic`` again, the same incarnation (it was not recreated after all)."""
+        with self._lock:
+            self._paused.discard(topic)
+
     def recreated(self, topic: str) -> None:
         """The topic was deleted and created again: its streams start over, numbered from 0."""
         with self._lock:
