@@ -134,8 +134,15 @@ def summary(final: Final, outcomes: Sequence[FaultOutcome]) -> str:
     lines += [f"  harness error: {line}" for line in final.harness_errors]
     lines += [f"  worker {e.worker} exited at {e.at_s:.0f}s with code {e.code}: {e.reason}" for e in exits]
     problems = failures(final)
-    lines.append("FAILED: " + "; ".join(problems) if problems else "PASSED: every record accounted for")
+    lines.append("FAILED: " + "; ".join(problems) if problems else "PASSED: every record accounted for" + _but(final))
     return "\n".join(lines)
+
+
+def _but(final: Final) -> str:
+    """What a pass does not say by itself: crashes and records that came only after a restart."""
+    notes = [f"{n} worker exits the harness did not cause" for n in [sum(not e.expected for e in final.exits)] if n]
+    notes += [f"{final.late} records late (missing at a check)"] if final.late else []
+    return f" (but: {'; '.join(notes)})" if notes else ""
 
 
 def as_json(settings: dict[str, Any], outcomes: Sequence[FaultOutcome], final: Final) -> dict[str, Any]:

@@ -46,8 +46,8 @@ def test_every_record_survives_every_fault_kind(tmp_path: Path) -> None:
     problems += [f"retention report: {line}" for line in final.retention_differences]
     problems += [f"{name} {getattr(final, name)}" for name in ("mismatched", "out_of_order", "unexpected", "foreign")
                  if getattr(final, name)]
-    problems += [f"#{o.index} {o.kind}: records did not flow again within the bound" for o in result.outcomes
-                 if o.flow_s is None]
+    problems += [f"#{o.index} {o.kind}: records did not flow again within the bound ({o.detail})"
+                 for o in result.outcomes if o.flow_s is None]
     assert not problems, f"logs in {result.work_dir}:\n" + "\n".join(problems)
     assert {o.kind for o in result.outcomes} >= set(kinds)
     assert final.reported_lost == GAP_DELETED  # the one retention gap, reported exactly

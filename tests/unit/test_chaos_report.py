@@ -60,9 +60,11 @@ def test_verdict(changes: dict[str, object], reason: str | None) -> None:
 
 
 def test_summary_names_unexpected_exits_only() -> None:
-    text = summary(_final(exits=(CRASH, KILLED)), OUTCOMES)
+    text = summary(_final(exits=(CRASH, KILLED), late=40), OUTCOMES)
     assert "worker w1 exited at 12s with code 1: mirrorflow: error: route chaos: boom" in text
     assert "w2" not in text.split("foreign")[1]
+    assert text.splitlines()[-1] == ("PASSED: every record accounted for (but: 1 worker exits the harness did not "
+                                     "cause; 40 records late (missing at a check))")
 
 
 def test_json_holds_every_fault() -> None:
