@@ -8,10 +8,17 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 JARS   := .cache/jars
 PYTEST_ARGS ?=
+CHAOS_ARGS ?=
+# The fault proxy of the chaos harness (bench/chaos.py, tests marked `chaos`). The Go
+# module proxy's version list stops at v2.5.0, but it serves v2.12.0, the newest release
+# it has; it builds with Go 1.26. The stamp names the version: a new pin rebuilds.
+TOXIPROXY_VERSION := v2.12.0
+TOXIPROXY := .cache/bin/toxiproxy-server
+TOXIPROXY_STAMP := .cache/bin/.toxiproxy-$(TOXIPROXY_VERSION)
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup venv jars browser demo test down clean
+.PHONY: setup venv jars browser toxiproxy demo test chaos down clean
 
 setup: venv jars
 
@@ -33,6 +40,19 @@ $(JARS)/%/.complete: pom.xml
 	mvn -q -B -P $* dependency:copy-dependencies
 	@touch $@
 
+# Toxiproxy's server from source, through the Go module proxy, into .cache/bin; the
+# stamp is written last, so an interrupted build is retried by the next run.
+toxiproxy: $(TOXIPROXY_STAMP)
+
+$(TOXIPROXY_STAMP):
+	@command -v go >/dev/null || { echo "toxiproxy: 'go' not found: install Go (1.23 or newer) to build the fault proxy"; exit 1; }
+	@echo "== toxiproxy: github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION) into $(TOXIPROXY)"
+	@mkdir -p .cache/bin
+	GOBIN=$(abspath .cache/bin) go install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
+	mv .cache/bin/server $(TOXIPROXY)
+	@rm -f .cache/bin/.toxiproxy-*
+	@touch $@
+
 # The Replication page's browser test drives Debian's chromium through its chromedriver;
 # apt-get runs only when either is missing (root, or sudo when available).
 browser:
@@ -44,8 +64,12 @@ browser:
 demo: setup
 	$(BIN)/mirrorflow demo
 
-test: setup browser
+test: setup browser toxiproxy
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The long fault run (100 faults, ~1 hour); e.g. make chaos CHAOS_ARGS="--cycles 40 --seed 3"
+chaos: setup toxiproxy
+	$(BIN)/python bench/chaos.py $(CHAOS_ARGS)
 
 down:
 	@test ! -x $(BIN)/mirrorflow || $(BIN)/mirrorflow dev down

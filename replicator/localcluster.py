@@ -71,11 +71,22 @@ class LocalClusterSpec:
     # A second listener, SASL_PLAINTEXT with mechanism PLAIN, for these users (name -> password).
     sasl_port: int | None = None
     sasl_users: Mapping[str, str] = field(default_factory=dict)
+    # A second PLAINTEXT listener (named PROXIED) on ``proxied_port`` that advertises
+    # ``proxy_advertised`` (``host:port`` of a TCP proxy in front of it). Clients follow the
+    # advertised address, so those that bootstrap through the proxy stay behind it, while
+    # clients of the main listener talk to the broker directly (fault tests).
+    proxied_port: int | None = None
+    proxy_advertised: str | None = None
 
     @property
     def bootstrap_servers(self) -> str:
         """``host:port`` of the broker listener."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def proxied_bootstrap_servers(self) -> str | None:
+        """The proxy's ``host:port`` in front of the PROXIED listener, when there is one."""
+        return self.proxy_advertised if self.proxied_port is not None else None
 
     @property
     def sasl_bootstrap_servers(self) -> str | None:
@@ -117,8 +128,24 @@ def server_properties(spec: LocalClusterSpec) -> dict[str, str]:
         props["super.users"] = ";".join(spec.super_users)
     if spec.sasl_port is not None:
         props.update(_sasl_listener(spec))
+    if spec.proxied_port is not None:
+        props.update(_proxied_listener(spec, props))
     props.update(spec.extra_properties)
     return props
+
+
+def _proxied_listener(spec: LocalClusterSpec, props: Mapping[str, str]) -> dict[str, str]:
+    """The PROXIED listener added to whatever listeners ``props`` already has."""
+    if not spec.proxy_advertised:
+        raise ClusterError(f"cluster {spec.name}: proxied_port needs proxy_advertised (the proxy's host:port)")
+    listeners, advertised, protocols = (props["listeners"].split(","), props["advertised.listeners"],
+                                        props["listener.security.protocol.map"])
+    listeners.insert(-1, f"PROXIED://{spec.host}:{spec.proxied_port}")  # CONTROLLER stays last
+    return {
+        "listeners": ",".join(listeners),
+        "advertised.listeners": f"{advertised},PROXIED://{spec.proxy_advertised}",
+        "listener.security.protocol.map": f"{protocols},PROXIED:PLAINTEXT",
+    }
 
 
 def _sasl_listener(spec: LocalClusterSpec) -> dict[str, str]:

@@ -1,0 +1,127 @@
+"""The target reader: follows every replica partition from its start and notes each record and when
+it arrived. It reads the target's direct listener, assigned (no group), so nothing the
+workers do moves it."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
+
+from bench.chaoslib.accounting import Got
+from bench.chaoslib.records import Stream, fingerprint, parse_key
+
+REFRESH_S = 1.0
+
+
+class TargetReader:
+    """Records found on the target, per stream, in target-offset order."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-target-reader",
+                                   "enable.auto.commit": "false", "enable.partition.eof": "false",
+                                   "fetch.wait.max.ms": "50", "log_level": 0})  # the target goes away on purpose
+        self.got: dict[Stream, list[Got]] = {}
+        self.seen: dict[Stream, bytearray] = {}
+        self.foreign: list[str] = []  # where a record that names no stream of ours was found
+        self._replicas: dict[str, str] = {}  # replica topic -> source topic
+        self._assigned: set[tuple[str, int]] = set()
+        self._settled: dict[Stream, int] = {}  # every record below this number arrived (or is excused)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="target-reader", daemon=True)
+
+    def start(self) -> None:
+        """Begin reading."""
+        self._thread.start()
+
+    def follow(self, replica: str, source_topic: str) -> None:
+        """Read ``replica`` (every partition it has or will have) as the copy of ``source_topic``."""
+        with self._lock:
+            self._replicas[replica] = source_topic
+
+    def arrived(self, stream: Stream, seq: int) -> bool:
+        """True once record ``seq`` of ``stream`` was found on the target."""
+        with self._lock:
+            seen = self.seen.get(stream)
+            return seen is not None and seq < len(seen) and bool(seen[seq])
+
+    def missing(self, wanted: dict[Stream, int], excused: dict[Stream, set[int]]) -> int:
+        """How many of the first ``wanted[stream]`` records of each stream are not on the target yet."""
+        with self._lock:
+            count = 0
+            for stream, upto in wanted.items():
+                seen, skip = self.seen.get(stream, bytearray()), excused.get(stream, set())
+                low = self._settled.get(stream, 0)
+                while low < upto and ((low < len(seen) and seen[low]) or low in skip):
+                    low += 1
+                self._settled[stream] = low
+                count += sum(1 for seq in range(low, upto) if (seq >= len(seen) or not seen[seq]) and seq not in skip)
+            return count
+
+    def first_at_or_after(self, stream: Stream, seq: int, start: int) -> float | None:
+        """When the first record numbered ``seq`` or higher arrived (looking from position ``start``)."""
+        with self._lock:
+            records = self.got.get(stream, [])
+            return next((g.arrived_at for g in records[start:] if g.seq >= seq), None)
+
+    def positions(self) -> dict[Stream, int]:
+        """How many records each stream has on the target so far."""
+        with self._lock:
+            return {stream: len(records) for stream, records in self.got.items()}
+
+    def snapshot(self) -> tuple[dict[Stream, list[Got]], int]:
+        """A copy of everything found so far, and the count of foreign records."""
+        with self._lock:
+            return {stream: list(records) for stream, records in self.got.items()}, len(self.foreign)
+
+    def _loop(self) -> None:
+        refreshed = 0.0
+        while not self._stop.is_set():
+            if time.monotonic() - refreshed > REFRESH_S:
+                self._assign_new()
+                refreshed = time.monotonic()
+            try:
+                messages = self._consumer.consume(2000, 0.2)
+            except KafkaException:
+                continue  # the target is down: librdkafka reconnects by itself
+            with self._lock:
+                now = time.monotonic()
+                for message in messages:
+                    if message.error() is None:
+                        self._note(message, now)
+
+    def _assign_new(self) -> None:
+        with self._lock:
+            replicas = dict(self._replicas)
+        try:
+            topics = self._consumer.list_topics(timeout=5).topics
+        except KafkaException:
+            return
+        new = [TopicPartition(name, p, OFFSET_BEGINNING) for name in replicas if name in topics
+               for p in topics[name].partitions if (name, p) not in self._assigned]
+        if new:
+            self._consumer.incremental_assign(new)
+            self._assigned.update((tp.topic, tp.partition) for tp in new)
+
+    def _note(self, message: Message, now: float) -> None:
+        source, parsed = self._replicas.get(message.topic()), parse_key(message.key())
+        if source is None or parsed is None or parsed[1] != message.partition() or not 0 <= parsed[2] < 10**8:
+            self.foreign.append(f"{message.topic()}[{message.partition()}]@{message.offset()}")
+            return
+        incarnation, partition, seq = parsed
+        stream = Stream(source, incarnation, partition)
+        digest = fingerprint(message.key(), message.value(), message.headers(), message.timestamp()[1])
+        self.got.setdefault(stream, []).append(Got(seq, digest, now))
+        seen = self.seen.setdefault(stream, bytearray())
+        if seq >= len(seen):
+            seen.extend(bytes(seq - len(seen) + 1 + 1024))  # room ahead, grown in steps
+        seen[seq] = 1
+
+    def stop(self) -> None:
+        """Stop reading and close the consumer."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+        self._consumer.close()

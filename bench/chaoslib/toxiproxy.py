@@ -1,0 +1,136 @@
+"""Toxiproxy: its server process, and a small client of its documented HTTP API.
+
+The API (github.com/Shopify/toxiproxy, README "HTTP API"): ``POST /proxies`` creates a
+proxy (``listen`` with port 0 picks a free port, returned in the answer), ``POST
+/proxies/{name}`` changes ``enabled``, ``POST /proxies/{name}/toxics`` adds a toxic
+(latency, bandwidth, timeout, reset_peer ...) to one direction, ``DELETE
+/proxies/{name}/toxics/{toxic}`` removes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+DIRECTIONS = ("upstream", "downstream")  # client -> server, server -> client
+
+
+class ProxyError(Exception):
+    """The proxy binary is missing or misbehaves; the message names it."""
+
+
+def check_binary(path: Path) -> None:
+    """Fail naming ``path`` unless it is an executable Toxiproxy server."""
+    if not path.is_file():
+        raise ProxyError(f"toxiproxy: {path} does not exist (build it with `make toxiproxy`)")
+    if not os.access(path, os.X_OK):
+        raise ProxyError(f"toxiproxy: {path} is not executable")
+    try:
+        done = subprocess.run([str(path), "-version"], capture_output=True, text=True, timeout=10)
+    except OSError as exc:
+        raise ProxyError(f"toxiproxy: {path} cannot run: {exc}") from None
+    except subprocess.TimeoutExpired:
+        raise ProxyError(f"toxiproxy: {path} -version did not answer in 10 s") from None
+    if done.returncode != 0 or "version" not in done.stdout + done.stderr:
+        raise ProxyError(f"toxiproxy: {path} is not a Toxiproxy server (`-version` printed "
+                         f"{(done.stdout + done.stderr).strip()[:80]!r})")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class ToxiproxyServer:
+    """``toxiproxy-server`` on a free loopback port, its log in ``log``."""
+
+    def __init__(self, binary: Path, log: Path) -> None:
+        check_binary(binary)
+        self.port = _free_port()
+        self._log = open(log, "ab")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen([str(binary), "-host", "127.0.0.1", "-port", str(self.port)],
+                                        stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.client = ToxiproxyClient(f"http://127.0.0.1:{self.port}")
+        deadline = time.monotonic() + 15
+        while not self.client.alive():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise ProxyError(f"toxiproxy: {binary} did not answer on port {self.port}; see {log}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        """Stop the server (its proxies close with it)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        self._log.close()
+
+
+class ToxiproxyClient:
+    """Proxies and toxics through the HTTP API."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                text = answer.read()
+        except urllib.error.HTTPError as exc:
+            raise ProxyError(f"toxiproxy: {method} {path}: HTTP {exc.code}: {exc.read()[:200]!r}") from None
+        except OSError as exc:
+            raise ProxyError(f"toxiproxy: {method} {path}: {exc}") from None
+        return json.loads(text) if text.strip() else None
+
+    def alive(self) -> bool:
+        """True when the API answers."""
+        try:
+            self._call("GET", "/version")
+        except ProxyError:
+            return False
+        return True
+
+    def create_proxy(self, name: str, upstream: str) -> str:
+        """A proxy to ``upstream`` on a free loopback port; returns its listen ``host:port``."""
+        made = self._call("POST", "/proxies", {"name": name, "listen": "127.0.0.1:0", "upstream": upstream,
+                                               "enabled": True})
+        return str(made["listen"])
+
+    def add_toxic(self, proxy: str, name: str, kind: str, attributes: dict[str, int],
+                  directions: tuple[str, ...] = DIRECTIONS) -> list[str]:
+        """The toxic on each direction; returns the toxics' names (to remove them)."""
+        names = []
+        for direction in directions:
+            toxic = f"{name}-{direction}"
+            self._call("POST", f"/proxies/{proxy}/toxics",
+                       {"name": toxic, "type": kind, "stream": direction, "attributes": attributes})
+            names.append(toxic)
+        return names
+
+    def remove_toxics(self, proxy: str, names: list[str]) -> None:
+        """Remove toxics added by ``add_toxic``."""
+        for toxic in names:
+            self._call("DELETE", f"/proxies/{proxy}/toxics/{toxic}")
+
+    def set_enabled(self, proxy: str, enabled: bool) -> None:
+        """Take the proxy down (connections closed, new ones refused) or bring it back."""
+        self._call("POST", f"/proxies/{proxy}", {"enabled": enabled})
+
+    def reset(self) -> None:
+        """Every proxy enabled, every toxic removed."""
+        self._call("POST", "/reset")
