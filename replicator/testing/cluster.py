@@ -62,6 +62,9 @@ class FakeCluster:
         self.frozen = False
         # A slow broker: at most this many delivery reports per producer poll (None: all).
         self.deliveries_per_poll: int | None = None
+        # Deliveries to report without an offset, as librdkafka does for a retried request the broker had
+        # already written (DUPLICATE_SEQUENCE_NUMBER after a frozen broker thaws).
+        self.offsetless_deliveries = 0
         # Requests to time out before answering again, by name ("committed", "list_topics", ...).
         self.failures: dict[str, int] = {}
 

@@ -27,9 +27,10 @@ class FakeMessage:
         """The partition."""
         return self._partition
 
-    def offset(self) -> int:
-        """The offset (source offset when consumed, target offset in a delivery report)."""
-        return self._offset
+    def offset(self) -> int | None:
+        """The offset (source offset when consumed, target offset in a delivery report); None when
+        unknown, as confluent-kafka returns it."""
+        return self._offset if self._offset >= 0 else None
 
     def key(self) -> bytes | None:
         """The key."""

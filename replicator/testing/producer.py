@@ -93,6 +93,9 @@ class FakeProducer:
                 error = None
             except KafkaException as exc:
                 offset, error = -1, exc.args[0]
+            if error is None and self.cluster.offsetless_deliveries > 0:
+                self.cluster.offsetless_deliveries -= 1
+                offset = -1
             report = FakeMessage(item.topic, item.partition, offset, item.key, item.value, item.headers,
                                  item.timestamp)
             try:

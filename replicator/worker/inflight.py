@@ -85,10 +85,19 @@ class InFlight:
             return ledger, False
         return self.ledgers.get(key), True
 
-    def delivered(self, key: TP, ledger: PartitionLedger, target_offset: int) -> int:
+    def delivered(self, key: TP, ledger: PartitionLedger, target_offset: int | None) -> int:
         """A live ledger's oldest record is on the target at ``target_offset``: returns its
-        source offset, and queues the offset sync when the record starts a new run."""
+        source offset, and queues the offset sync when the record starts a new run.
+
+        ``target_offset`` None: acknowledged without an offset (a retry of a request the broker
+        had already written, after a frozen or slow target: DUPLICATE_SEQUENCE_NUMBER). The record
+        is on the target, where is unknown: the writer starts over, so the next record starts a run
+        that does not claim to follow this one (the translator then extrapolates, never skipping)."""
         source_offset = ledger.delivered()
+        if target_offset is None or target_offset < 0:
+            self.writers[key] = OffsetSyncWriter(*key)
+            self.dirty.add(key)
+            return source_offset
         sync = self.writers[key].observe(source_offset, target_offset)
         if sync is not None:
             ledger.hold(sync.source_offset, sync.previous_source_offset)

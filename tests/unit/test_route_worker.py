@@ -213,3 +213,21 @@ def test_records_after_a_retention_gap_are_copied_and_the_gap_reported(kafka: Fa
     assert [r.value for r in kafka["target"].records(REPLICA, 0)] == (
         [f"p0-{n}".encode() for n in range(100)] + [f"p0-{n}".encode() for n in range(150, 200)])
     assert "lost_from=100 lost_to_exclusive=150 count=50" in caplog.text
+
+
+def test_deliveries_without_an_offset_settle_their_records_and_restart_the_sync_runs(kafka: FakeKafka) -> None:
+    """Found by the fault tests: after a frozen target thawed, records acknowledged without an offset (the
+    broker had written the first attempt: DUPLICATE_SEQUENCE_NUMBER) stopped the worker on a TypeError."""
+    from replicator.domain.offset_sync import decode_sync
+
+    kafka["target"].offsetless_deliveries = 3
+    produce(kafka["source"], 100)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the copy", alive=(worker,))
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+    assert committed(kafka) == {p: 100 for p in range(PARTITIONS)}
+    syncs = [decode_sync(r.key or b"", r.value or b"") for r in
+             kafka["target"].records("mirrorflow-offset-syncs.r.internal", 0)]
+    restarted = [s for s in syncs if s.previous_source_offset is None and s.source_offset > 0]
+    assert restarted, "the writer starts over after a record of unknown target offset"
