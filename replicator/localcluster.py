@@ -347,6 +347,7 @@ class LocalCluster:
             while self.pid() is not None:
                 _reap(pid)
                 time.sleep(0.05)
+        _collect(pid)  # a zombie has no command line: pid() said "gone" before it was collected
         self._pid_file.unlink(missing_ok=True)
         log.info("stopped name=%s pid=%s", self.spec.name, pid)
         return True
@@ -359,6 +360,7 @@ class LocalCluster:
             while self.pid() is not None:
                 _reap(pid)
                 time.sleep(0.05)
+            _collect(pid)  # a zombie has no command line: pid() said "gone" before it was collected
 
     def status(self) -> ClusterStatus:
         """Id, pid, liveness and (when running) the topic names of this cluster."""
@@ -388,3 +390,16 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+def _collect(pid: int, timeout: float = 10.0) -> None:
+    """Wait until our own child's exit is collected (its last threads may still be ending after the
+    process became a zombie); nothing for a process that is not our child."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.02)

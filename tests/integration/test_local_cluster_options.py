@@ -77,3 +77,13 @@ def test_authentication_failure_is_named_without_secrets(tmp_path: Path) -> None
     assert "source cluster 'eu'" in done.stderr and "authentication failed" in done.stderr, output
     assert "wrong-pa55word" not in output and "Traceback" not in output
     assert took < 15, f"reported after {took:.1f} s: a refused login should not wait for a timeout"
+
+
+def test_a_killed_broker_leaves_no_zombie(tmp_path: Path) -> None:
+    """A zombie has no command line, so the liveness check said "gone" before the exit was collected:
+    every broker killed in the fault tests stayed a <defunct> java until pytest exited."""
+    (cluster,) = start_pair(tmp_path, {"z": free_port()}, heap="256m")
+    pid = cluster.pid()
+    assert pid is not None
+    cluster.kill()
+    assert not Path(f"/proc/{pid}").exists(), Path(f"/proc/{pid}/status").read_text()[:200]
