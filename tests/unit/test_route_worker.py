@@ -152,7 +152,9 @@ def test_a_hand_over_while_the_target_is_unreachable_stops_no_worker(kafka: Fake
     wait_until(lambda: all_copied(kafka), what="the first copy", alive=(a,))
     kafka.cut("a", "target")  # a network partition between a and the target only
     produce(kafka["source"], 200, start=100)
-    wait_until(lambda: len(kafka.producers["a"][0]) > 0, what="records in flight", alive=(a,))
+    wait_until(lambda: len(a.worker.inflight.ledgers) == PARTITIONS
+               and all(len(ledger) for ledger in a.worker.inflight.ledgers.values()),
+               what="records of every partition in flight", alive=(a,))
     b = WorkerThread(kafka, "b", route_config(kafka))  # joins: two partitions move from a to b
     wait_until(lambda: len(a.worker.inflight.retired) == 2, what="a hand-over with records in flight",
                alive=(a, b))
