@@ -23,8 +23,8 @@ sys.path.insert(0, str(REPO))
 from bench.chaoslib.context import Settings  # noqa: E402
 from bench.chaoslib.faults import FAULTS, UnknownKind, choose_kinds  # noqa: E402
 from bench.chaoslib.report import failures  # noqa: E402
-from bench.chaoslib.statedb import postgres_bin  # noqa: E402
 from bench.chaoslib.toxiproxy import ProxyError, check_binary  # noqa: E402
+from replicator.localpostgres import pg_bin  # noqa: E402
 
 STARTED = time.monotonic()
 
@@ -59,8 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def settings_of(args: argparse.Namespace) -> Settings:
     """Checked settings; UnknownKind, ProxyError or ValueError for bad input."""
-    state = args.state or ("postgres" if postgres_bin() else "sqlite")
-    if state == "postgres" and postgres_bin() is None:
+    state = args.state or ("postgres" if pg_bin() else "sqlite")
+    if state == "postgres" and pg_bin() is None:
         raise ValueError("--state postgres: PostgreSQL's binaries (initdb, pg_ctl) are not installed")
     for name in ("cycles", "workers", "topics", "partitions"):
         if getattr(args, name) < 1:

@@ -8,27 +8,15 @@ compare the losses the route reported with the truth.
 
 from __future__ import annotations
 
-import os
-import shutil
 import sqlite3
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from bench.chaoslib.accounting import LossRange
 from bench.chaoslib.cluster import free_port
+from replicator.localpostgres import LocalPostgres, pg_bin
 
 LOCKED_TABLES = "mf_route, mf_route_topic, mf_data_loss"
-
-
-def postgres_bin() -> Path | None:
-    """PostgreSQL's server binaries (Debian's /usr/lib/postgresql/*/bin, or initdb on PATH)."""
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-    if found:
-        return found[-1].parent
-    initdb = shutil.which("initdb")
-    return Path(initdb).parent if initdb else None
 
 
 class StateDb:
@@ -40,37 +28,22 @@ class StateDb:
         if kind == "sqlite":
             self.url = f"sqlite:///{home / 'state.db'}"
             return
-        bindir = postgres_bin()
+        bindir = pg_bin()
         if bindir is None:
             raise RuntimeError("--state postgres: PostgreSQL's binaries (initdb, pg_ctl) are not installed")
-        # Its own folder under the system temp dir: as root, the server runs as the postgres user,
-        # who cannot reach into the run's folder (mkdtemp and pytest make them 0700).
-        self._pg_home = Path(tempfile.mkdtemp(prefix="mirrorflow-chaos-pg-"))
-        self._bin, self._data, self._port = bindir, self._pg_home / "data", free_port()
-        if os.geteuid() == 0:  # initdb refuses root
-            shutil.chown(self._pg_home, "postgres", "postgres")
+        self._server = LocalPostgres(bindir, free_port())
         home.mkdir(parents=True, exist_ok=True)
-        (home / "postgres").symlink_to(self._pg_home)  # its log, beside the other logs of the run
-        self._pg("initdb", "-D", str(self._data), "-U", "mirrorflow", "--auth=trust", "-E", "UTF8")
-        self.start_server()
-        self.url = f"postgresql+psycopg://mirrorflow@127.0.0.1:{self._port}/postgres"
-
-    def _pg(self, *command: str) -> None:
-        args = [str(self._bin / command[0]), *command[1:]]
-        if os.geteuid() == 0:
-            args = ["runuser", "-u", "postgres", "--", *args]
-        done = subprocess.run(args, capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise RuntimeError(f"PostgreSQL {command[0]} failed: {done.stderr.strip()[-300:]}")
+        (home / "postgres").symlink_to(self._server.home)  # its log, beside the other logs of the run
+        self._server.start()
+        self.url = self._server.url
 
     def start_server(self) -> None:
         """Start the PostgreSQL server (waits until it accepts connections)."""
-        self._pg("pg_ctl", "-D", str(self._data), "-w", "-l", str(self._pg_home / "postgres.log"), "-o",
-                 f"-p {self._port} -k {self._pg_home} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+        self._server.start()
 
     def stop_server(self) -> None:
         """Stop the PostgreSQL server (fast: open sessions are cut)."""
-        self._pg("pg_ctl", "-D", str(self._data), "-m", "fast", "-w", "stop")
+        self._server.stop()
 
     def hold(self) -> None:
         """Another writer takes the database (or the route's tables) and keeps it until ``release``."""
@@ -120,9 +93,4 @@ class StateDb:
         """Let go of any lock and stop the server; its folder goes unless ``keep``."""
         self.release()
         if self.kind == "postgres":
-            try:
-                self.stop_server()
-            except RuntimeError:
-                pass  # already stopped (a fault was interrupted)
-            if not keep:
-                shutil.rmtree(self._pg_home, ignore_errors=True)
+            self._server.remove(keep_files=keep)

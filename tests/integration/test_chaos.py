@@ -20,7 +20,7 @@ from bench.chaoslib.context import Settings
 from bench.chaoslib.faults import choose_kinds
 from bench.chaoslib.faults_workload import GAP_DELETED
 from bench.chaoslib.run import run
-from bench.chaoslib.statedb import postgres_bin
+from replicator.localpostgres import pg_bin
 
 REPO = Path(__file__).resolve().parents[2]
 TOXIPROXY = REPO / ".cache" / "bin" / "toxiproxy-server"
@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.chaos, pytest.mark.kafka]
 
 def test_every_record_survives_every_fault_kind(tmp_path: Path) -> None:
     assert TOXIPROXY.exists(), f"{TOXIPROXY} is missing: `make toxiproxy` builds it (`make test` does)"
-    state = "postgres" if postgres_bin() else "sqlite"  # statedb-stop needs PostgreSQL
+    state = "postgres" if pg_bin() else "sqlite"  # statedb-stop needs PostgreSQL
     kinds = choose_kinds([], state)
     settings = Settings(cycles=len(kinds), seed=int(os.environ.get("MIRRORFLOW_CHAOS_SEED", "11")), kinds=kinds,
                         workers=2, topics=2, partitions=2, rate=100.0, fault_seconds=4.0, state=state,

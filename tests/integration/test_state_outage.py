@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import pytest
 
 from replicator.kafka.admin import create_topics
+from replicator.localpostgres import LocalPostgres, pg_bin
 from tests.kafka_io import Rec, end_offsets, produce, read_all, total, wait_until
-from tests.postgres import PostgresServer, pg_bin
 from tests.records import by_partition, make_records, write_config
-from tests.support import Worker
+from tests.support import Worker, free_port
 
 pytestmark = pytest.mark.postgres
 
@@ -20,12 +20,12 @@ PARTITIONS = 2
 
 
 @pytest.fixture
-def postgres() -> Iterator[PostgresServer]:
+def postgres() -> Iterator[LocalPostgres]:
     """A PostgreSQL server of this test alone (it is stopped and started again)."""
     bindir = pg_bin()
     if bindir is None:
         pytest.skip("PostgreSQL is not installed here (no initdb)")
-    server = PostgresServer(bindir)
+    server = LocalPostgres(bindir, free_port())
     try:
         server.start()
         yield server
@@ -33,7 +33,7 @@ def postgres() -> Iterator[PostgresServer]:
         server.remove()
 
 
-def _start_worker(primary, backup, topic: str, postgres: PostgresServer, tmp_path, workers) -> Worker:  # type: ignore[no-untyped-def]
+def _start_worker(primary, backup, topic: str, postgres: LocalPostgres, tmp_path, workers) -> Worker:  # type: ignore[no-untyped-def]
     config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers,
                           [{"name": "p2b", "source": "primary", "target": "backup", "topics": [topic]}],
                           state_url=postgres.url)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.postgres import PostgresServer, pg_bin
+from replicator.localpostgres import LocalPostgres, pg_bin
+from tests.support import free_port
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +28,7 @@ def postgres_url() -> Iterator[str]:
     bindir = pg_bin()
     if bindir is None:
         pytest.skip("PostgreSQL is not installed here (no initdb); SQLite cases still run")
-    server = PostgresServer(bindir)
+    server = LocalPostgres(bindir, free_port())
     try:
         server.start()
         yield server.url

@@ -1,4 +1,10 @@
-"""A throwaway PostgreSQL server from the machine's binaries, which a test may stop and start again."""
+"""A throwaway PostgreSQL server on loopback, from the machine's own binaries (tests and the fault harness).
+
+Its files live in a folder of their own under the system temp dir: as root, the server runs
+as the ``postgres`` user (initdb refuses root), who cannot reach into 0700 folders such as
+pytest's. Login is ``mirrorflow`` with trust, on a free port; it can be stopped and started
+again (the state database's outage in fault tests).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +13,6 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-
-from tests.support import free_port
 
 
 def pg_bin() -> Path | None:
@@ -20,15 +24,15 @@ def pg_bin() -> Path | None:
     return Path(initdb).parent if initdb else None
 
 
-class PostgresServer:
-    """A new cluster on a free loopback port, trust login as user ``mirrorflow``; removed by :meth:`remove`."""
+class LocalPostgres:
+    """A new cluster on ``port``, trust login as user ``mirrorflow``; removed by :meth:`remove`."""
 
-    def __init__(self, bindir: Path) -> None:
-        self.bindir = bindir
+    def __init__(self, bindir: Path, port: int) -> None:
+        self.bindir, self.port = bindir, port
         self.home = Path(tempfile.mkdtemp(prefix="mirrorflow-pg-"))
-        if os.geteuid() == 0:  # initdb refuses to run as root; CI runs as root
+        if os.geteuid() == 0:
             shutil.chown(self.home, "postgres", "postgres")
-        self.data, self.port = self.home / "data", free_port()
+        self.data, self.log = self.home / "data", self.home / "postgres.log"
         self._pg("initdb", "-D", str(self.data), "-U", "mirrorflow", "--auth=trust", "-E", "UTF8")
 
     @property
@@ -38,7 +42,7 @@ class PostgresServer:
 
     def start(self) -> None:
         """Start it and wait until it accepts connections."""
-        self._pg("pg_ctl", "-D", str(self.data), "-w", "-l", str(self.home / "pg.log"), "-o",
+        self._pg("pg_ctl", "-D", str(self.data), "-w", "-l", str(self.log), "-o",
                  f"-p {self.port} -k {self.home} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
 
     def stop(self) -> None:
@@ -49,14 +53,18 @@ class PostgresServer:
         """``pg_ctl status``: a server runs on its data folder."""
         return self._pg("pg_ctl", "-D", str(self.data), "status", check=False).returncode == 0
 
-    def remove(self) -> None:
-        """Stop it if it runs, and delete its files."""
+    def remove(self, keep_files: bool = False) -> None:
+        """Stop it if it runs, and delete its files (unless ``keep_files``)."""
         if self.running():
             self.stop()
-        shutil.rmtree(self.home, ignore_errors=True)
+        if not keep_files:
+            shutil.rmtree(self.home, ignore_errors=True)
 
-    def _pg(self, tool: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    def _pg(self, tool: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         command = [str(self.bindir / tool), *args]
         if os.geteuid() == 0:
             command = ["runuser", "-u", "postgres", "--", *command]
-        return subprocess.run(command, check=check, capture_output=True, timeout=120)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+        if check and done.returncode != 0:
+            raise RuntimeError(f"PostgreSQL {tool} failed: {done.stderr.strip()[-300:]}")
+        return done
