@@ -10,7 +10,8 @@ from replicator.config import parse_config
 from replicator.testing import FakeKafka
 from replicator.worker.route_worker import RouteWorker, WorkerTimeouts
 
-FAST = WorkerTimeouts(handover=2.0, shutdown=2.0, retry=0.05, backpressure_report=0.2, refresh=0.1, rejoin=0.05)
+FAST = WorkerTimeouts(handover=2.0, shutdown=2.0, retry=0.05, backpressure_report=0.2, refresh=0.1, rejoin=0.05,
+                      stalled=1.0)
 
 
 def route_config(kafka: FakeKafka, **route: str):  # type: ignore[no-untyped-def]

@@ -39,6 +39,8 @@ class FakeProducer:
         self.capacity = int(settings.get("queue.buffering.max.messages", 100_000))
         self.on_delivery: DeliveryCallback | None = settings.get("on_delivery")
         self.queue: deque[Queued] = deque()
+        self.wedged = False  # accepts records, reports nothing, while the cluster answers (``wedge``)
+        self.purged: deque[Queued] = deque()  # dropped by ``purge``, reported as such by the next poll
 
     def __len__(self) -> int:
         return len(self.queue)
@@ -69,7 +71,8 @@ class FakeProducer:
     def poll(self, timeout: float | None = None) -> int:
         """Serve delivery reports (all, or ``deliveries_per_poll`` of a slow cluster); returns how many."""
         self.process.checkpoint()
-        served = self._deliver(self.cluster.deliveries_per_poll)
+        served = self._report_purged()
+        served += self._deliver(self.cluster.deliveries_per_poll)
         if not served and timeout:
             time.sleep(min(timeout, 0.005))
         return served
@@ -106,8 +109,30 @@ class FakeProducer:
             served += 1
         return served
 
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        """Drop what is queued, unwritten; librdkafka reports each with ``_PURGE_QUEUE`` at the next poll."""
+        self.purged.extend(self.queue)
+        self.queue.clear()
+
+    def wedge(self) -> None:
+        """Stop reporting (and writing) anything, as a librdkafka producer stuck in a state it does not
+        leave: the cluster answers every other client."""
+        self.wedged = True
+
+    def _report_purged(self) -> int:
+        error = KafkaError(KafkaError._PURGE_QUEUE, "Local: Purged in queue")
+        served = 0
+        while self.purged:
+            item = self.purged.popleft()
+            if item.callback is not None:
+                item.callback(error, FakeMessage(item.topic, item.partition, -1, item.key, item.value, item.headers,
+                                                 item.timestamp))
+            served += 1
+        return served
+
     def _reachable(self) -> bool:
-        return not self.cluster.frozen and not self.process.frozen and self.process.reaches(self.cluster.name)
+        stopped = self.wedged or self.cluster.frozen or self.process.frozen
+        return not stopped and self.process.reaches(self.cluster.name)
 
     def crash(self) -> None:
         """Die like ``kill -9``: what was queued is gone with the process."""

@@ -166,6 +166,20 @@ class GroupMember:
                         "copies them again (duplicates, no loss) route=%s partitions=%d records=%d",
                         self.route.name, len(keys), unsettled)
 
+    def _start_over(self) -> None:
+        """Copy every owned partition again from its last acknowledged record (the producer they went to
+        is replaced): commit what was acknowledged, forget what is in flight, place them afresh."""
+        consumer = self._consumer
+        assert consumer is not None
+        self._commit_now()
+        keys = set(self.inflight.ledgers)
+        self.inflight.abandon()
+        self.backlog = deque(m for m in self.backlog if (m.topic(), m.partition()) not in keys)
+        consumer.pause([TopicPartition(*key) for key in sorted(keys)])
+        self.unplaced |= keys
+        self.resets -= keys  # placing from the committed offset recovers them too
+        self._retry_at = 0.0
+
     def _settle(self, timeout: float) -> int:
         """Flush records and offset syncs for up to ``timeout`` s; returns how many are left."""
         producer = self._producer

@@ -59,6 +59,16 @@ class InFlight:
                 unsettled += len(ledger)
         return unsettled
 
+    def abandon(self) -> int:
+        """The producer of every record in flight is gone (replaced): forget them all, live and
+        retired, and the syncs not yet produced; returns how many records were in flight."""
+        unsettled = self.unsettled()
+        for table in (self.ledgers, self.writers, self.retired, self.merge_order):
+            table.clear()
+        self.syncs.clear()
+        self.dirty.clear()
+        return unsettled
+
     def produced(self, key: TP, offset: int, target: str | None = None) -> None:
         """The record of ``key`` at ``offset`` went to the producer (``target``: a merged topic)."""
         self.ledgers[key].produced(offset)

@@ -59,6 +59,7 @@ from replicator.worker.group_member import GroupMember
 from replicator.worker.inflight import InFlight
 from replicator.worker.links import Links
 from replicator.worker.refusals import describe_refusal
+from replicator.worker.stall import LoopWatch, ProducerWatch, discard
 from replicator.worker.subscription import REFRESH_SECONDS, Subscription
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class WorkerTimeouts:
     backpressure_report: float = 5.0  # a source paused longer than this by a full queue is logged
     refresh: float = REFRESH_SECONDS  # between looks at the source's topics
     rejoin: float = 2.0  # between attempts to join while the group still holds this worker's id
+    stalled: float = 60.0  # no delivery report this long while the target answers: the producer is replaced
 
 
 class RouteWorker(GroupMember):
@@ -123,13 +125,14 @@ class RouteWorker(GroupMember):
         self._target_checked_at = 0.0
         self.id_held_since: float | None = None
         self._producer: Producer | None = None
+        self.producer_watch = ProducerWatch(timeouts.stalled)
+        self.loop_watch = LoopWatch(route.name, timeouts.stalled)
 
     # -- lifecycle ---------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
         """The main loop; flushes, commits and closes on the way out."""
-        self._producer = self.clients.producer(producer_settings(
-            self.config, self.route, on_delivery=self._on_delivery, error_cb=self._on_target_error))
+        self._producer = self._new_producer()
         self._consumer = self._new_consumer()
         heartbeat = HeartbeatEmitter.for_route(self.config, self.route)  # sla.heartbeats
         if heartbeat is not None:
@@ -137,14 +140,20 @@ class RouteWorker(GroupMember):
         self.subscription.open()
         log.info("route starting route=%s source=%s target=%s group=%s worker_id=%s", self.route.name,
                  self.route.source, self.route.target, f"mirrorflow-{self.route.name}", self.worker_id or "-")
+        self.loop_watch.start()
         try:
             self._loop(stop)
         finally:
+            self.loop_watch.stop()
             if heartbeat is not None:
                 heartbeat.stop()
             self._shutdown()
         if self.failure:
             raise RouteFailed(f"route {self.route.name}: {self.failure}")
+
+    def _new_producer(self) -> Producer:
+        return self.clients.producer(producer_settings(
+            self.config, self.route, on_delivery=self._on_delivery, error_cb=self._on_target_error))
 
     def _new_consumer(self) -> Consumer:
         return self.clients.consumer(consumer_settings(
@@ -152,9 +161,8 @@ class RouteWorker(GroupMember):
             error_cb=self._on_source_error))
 
     def _loop(self, stop: threading.Event) -> None:
-        producer = self._producer
-        assert producer is not None
         while not stop.is_set() and self.failure is None:
+            self.loop_watch.beat()
             if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:
                 self._rejoin()
             if self.subscription.due():
@@ -174,7 +182,8 @@ class RouteWorker(GroupMember):
             self.backlog.extend(messages)
             self._drain()
             self._send_syncs()
-            producer.poll(0.05 if self.backlog else 0)  # a full queue: wait for room
+            self._producer.poll(0.05 if self.backlog else 0)  # type: ignore[union-attr]  # a full queue: wait for room
+            self._watch_producer()
             self._store_offsets()
             self._report_backpressure()
             self.meter.publish()
@@ -365,10 +374,28 @@ class RouteWorker(GroupMember):
                         self.route.name, time.monotonic() - since)
             self._pause_reported = True
 
+    def _watch_producer(self) -> None:
+        """Records in flight and no report for ``timeouts.stalled`` s: if the target answers, the
+        producer is wedged; a new one copies again from the last acknowledged record."""
+        producer = self._producer
+        assert producer is not None
+        if not len(producer):
+            self.producer_watch.idle()
+        elif self.producer_watch.due() and self.subscription.target_answers():
+            log.warning("target answers but acknowledged nothing for %.0f s: producer replaced, copying again from "
+                        "the last acknowledged record (duplicates, no loss) route=%s records=%d",
+                        self.producer_watch.silent_for(), self.route.name, len(producer))
+            metrics.ERRORS.labels(self.route.name, "producer_replaced").inc()
+            self._start_over()
+            self._producer = self._new_producer()
+            self.producer_watch.idle()
+            discard(producer)
+
     # -- delivery reports (callbacks: they only record facts) ---------------------
 
     @shielded("delivery report")
     def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
+        self.producer_watch.reported()
         topic = message.topic()
         if topic == self.subscription.sync_topic:
             self._on_sync_delivery(error, message)
@@ -485,3 +512,4 @@ class RouteWorker(GroupMember):
                 self.dead_letters.close()
             self.subscription.state.close()  # lost ranges kept while the state DB was away
             log.info("route stopped route=%s", self.route.name)
+

@@ -106,6 +106,15 @@ class Subscription:
         self.state.replicating(new, gone)
         return selection.names
 
+    def target_answers(self, timeout: float = 5.0) -> bool:
+        """Whether the target cluster answers a metadata request now (its admin client, not the producer)."""
+        assert self._target is not None
+        try:
+            self._target.list_topics(self.sync_topic, timeout=timeout)
+        except KafkaException:
+            return False
+        return True
+
     def describe_ids(self, topics: list[str]) -> dict[str, str]:
         """The current id of each topic that exists (a vanished one is left out)."""
         assert self._source is not None

@@ -1,0 +1,114 @@
+"""Two watchdogs of a worker's progress: a producer that no longer reports, a loop that no longer turns.
+
+A route whose target answers must see its records acknowledged. If the producer holds
+records and reports nothing for ``after`` seconds while the target answers a metadata
+request, librdkafka's producer is wedged (a state it does not leave by itself: seen once
+after a clean target restart, records in flight and no report for minutes). The worker
+then replaces the producer and copies again from the last acknowledged record
+(duplicates, no loss). A target that does not answer is an outage: waited for, as ever.
+
+The loop itself is watched from a thread: a loop that has not turned for ``after``
+seconds is logged once with the place it is in (the innermost frame of our code), and
+once when it turns again. That makes a hang a line in the log instead of silence.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+
+from confluent_kafka import KafkaException, Producer
+
+log = logging.getLogger(__name__)
+
+
+class ProducerWatch:
+    """When the producer last made progress, and whether it is time to look at the target."""
+
+    def __init__(self, after: float, probe_every: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.after, self.probe_every, self.clock = after, probe_every, clock
+        self.progress_at = clock()
+        self._probed_at = float("-inf")
+
+    def idle(self) -> None:
+        """Nothing is in flight: nothing can be late."""
+        self.progress_at = self.clock()
+
+    def reported(self) -> None:
+        """A delivery report arrived (acknowledged or not): the producer works."""
+        self.progress_at = self.clock()
+
+    def silent_for(self) -> float:
+        return self.clock() - self.progress_at
+
+    def due(self) -> bool:
+        """Records in flight with no report for ``after`` s, and no look at the target lately."""
+        now = self.clock()
+        if now - self.progress_at < self.after or now - self._probed_at < self.probe_every:
+            return False
+        self._probed_at = now
+        return True
+
+
+def discard(producer: Producer) -> None:
+    """Drop a wedged producer without waiting for it: purged and destroyed in a thread of its own (destroying
+    it may take a while). Its delivery reports are never served, so it settles or commits nothing."""
+    def purge() -> None:
+        try:
+            producer.purge(in_queue=True, in_flight=True, blocking=False)
+        except (KafkaException, RuntimeError) as exc:
+            log.debug("purging a replaced producer error=%s", exc)
+
+    threading.Thread(target=purge, name="discard-producer", daemon=True).start()
+
+
+class LoopWatch:
+    """A daemon thread that names where the loop hangs (``beat`` is called by the loop each turn)."""
+
+    def __init__(self, route: str, after: float, check_every: float = 5.0, ours: str = "/replicator/") -> None:
+        self.route, self.after, self.check_every, self.ours = route, after, check_every, ours
+        self.beat_at = time.monotonic()
+        self.hung_since: float | None = None
+        self._loop_thread: int | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name=f"loop-watch-{route}", daemon=True)
+
+    def start(self) -> None:
+        self._loop_thread = threading.get_ident()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def beat(self) -> None:
+        self.beat_at = time.monotonic()
+        if self.hung_since is not None:
+            log.warning("worker loop turns again route=%s hung_s=%.1f", self.route, self.beat_at - self.hung_since)
+            self.hung_since = None
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.check_every):
+            since = self.beat_at
+            if self.hung_since is None and time.monotonic() - since >= self.after:
+                self.hung_since = since
+                log.warning("worker loop has not turned for %.1f s route=%s at=%s", time.monotonic() - since,
+                            self.route, where(sys._current_frames().get(self._loop_thread or 0), self.ours))
+
+
+def where(frame: FrameType | None, ours: str = "/replicator/") -> str:
+    """Where a thread is: the innermost frame of our code (files whose path holds ``ours``) in its stack,
+    else the innermost frame, and the call it waits in, as ``file:line function in call``."""
+    if frame is None:
+        return "unknown"
+    mine: FrameType | None = frame
+    while mine is not None and ours not in mine.f_code.co_filename:
+        mine = mine.f_back
+    shown = mine or frame
+    path = shown.f_code.co_filename
+    name = path[path.index(ours) + 1:] if ours in path else path.rsplit("/", 1)[-1]
+    inner = "" if shown is frame else f" in {frame.f_code.co_name}"
+    return f"{name}:{shown.f_lineno} {shown.f_code.co_name}{inner}"
