@@ -29,7 +29,11 @@ _EXTERNAL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")  # https:, mailto:, ...
 
 def documentation_files(root: Path = REPO) -> list[Path]:
     """The pages whose links are checked: README.md, docs/**/*.md, bench/README.md."""
-    pages = [root / "README.md", root / "bench" / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    pages = [
+        root / "README.md",
+        root / "bench" / "README.md",
+        *sorted((root / "docs").rglob("*.md")),
+    ]
     return [page for page in pages if page.is_file()]
 
 
@@ -105,10 +109,19 @@ def link_problems(pages: Iterable[Path], root: Path = REPO) -> list[str]:
 
 def test_the_pages_exist() -> None:
     names = {str(p.relative_to(REPO)) for p in documentation_files()}
-    expected = {"README.md", "bench/README.md", "docs/README.md", "docs/architecture.md",
-                "docs/configuration.md", "docs/operations.md", "docs/benchmark.md"}
-    expected |= {f"docs/runbooks/{name}.md" for name in
-                 ("sync", "checkpoint", "failover", "failback", "audit", "backfill", "sla")}
+    expected = {
+        "README.md",
+        "bench/README.md",
+        "docs/README.md",
+        "docs/architecture.md",
+        "docs/configuration.md",
+        "docs/operations.md",
+        "docs/benchmark.md",
+    }
+    expected |= {
+        f"docs/runbooks/{name}.md"
+        for name in ("sync", "checkpoint", "failover", "failback", "audit", "backfill", "sla")
+    }
     assert expected <= names
 
 
@@ -122,20 +135,28 @@ def test_the_readme_links_every_docs_page() -> None:
     assert pages - targets == set()
 
 
-@pytest.mark.parametrize(("heading", "anchor"), [
-    ("How `mirrorflow run` copies", "how-mirrorflow-run-copies"),
-    ("`routes[].sync`", "routessync"),
-    ('The "Replication" page in the Airflow UI', "the-replication-page-in-the-airflow-ui"),
-    ('Fault harness: `bench/chaos.py` ("Proven under faults")', "fault-harness-benchchaospy-proven-under-faults"),
-    ("Client settings MirrorFlow refuses", "client-settings-mirrorflow-refuses"),
-])
+@pytest.mark.parametrize(
+    ("heading", "anchor"),
+    [
+        ("How `mirrorflow run` copies", "how-mirrorflow-run-copies"),
+        ("`routes[].sync`", "routessync"),
+        ('The "Replication" page in the Airflow UI', "the-replication-page-in-the-airflow-ui"),
+        (
+            'Fault harness: `bench/chaos.py` ("Proven under faults")',
+            "fault-harness-benchchaospy-proven-under-faults",
+        ),
+        ("Client settings MirrorFlow refuses", "client-settings-mirrorflow-refuses"),
+    ],
+)
 def test_github_anchor(heading: str, anchor: str) -> None:
     assert github_anchor(heading) == anchor
 
 
 def test_broken_links_are_found(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "real.md").write_text("# A page\n\n## Its part\n\n## Its part\n", encoding="utf-8")
+    (tmp_path / "docs" / "real.md").write_text(
+        "# A page\n\n## Its part\n\n## Its part\n", encoding="utf-8"
+    )
     page = tmp_path / "README.md"
     page.write_text(
         "Fine: [a](docs/real.md), [b](docs/real.md#its-part), [c](docs/real.md#its-part-1),\n"
