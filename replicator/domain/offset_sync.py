@@ -31,10 +31,11 @@ the target; its syncs supersede the older ones they overlap.
 from __future__ import annotations
 
 import bisect
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TypeAlias
+
+from replicator.domain.record_json import dump_json, load_json, offset_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,12 +191,12 @@ def encode_sync(sync: OffsetSync) -> tuple[bytes, bytes]:
         "target_offset": sync.target_offset,
         "previous_source_offset": sync.previous_source_offset,
     }
-    return _dump(key), _dump(value)
+    return dump_json(key), dump_json(value)
 
 
 def decode_sync(key: bytes, value: bytes) -> OffsetSync:
     """The sync of a record of the syncs topic; ValueError naming what is malformed."""
-    parts = _load(key, "key")
+    parts = load_json(key, "offset sync key")
     if not (isinstance(parts, list) and len(parts) == 3):
         raise ValueError(
             f"offset sync key: expected [topic, partition, source_offset], got {parts!r}"
@@ -203,33 +204,15 @@ def decode_sync(key: bytes, value: bytes) -> OffsetSync:
     topic, partition, source_offset = parts
     if not (isinstance(topic, str) and topic):
         raise ValueError(f"offset sync key: topic must be a non-empty string, got {topic!r}")
-    fields = _load(value, "value")
+    fields = load_json(value, "offset sync value")
     if not isinstance(fields, dict):
         # ValueError, not TypeError: this is malformed input, not a caller's mistake.
         raise ValueError(f"offset sync value: expected an object, got {fields!r}")  # noqa: TRY004
     previous = fields.get("previous_source_offset")
     return OffsetSync(
         topic,
-        _offset(partition, "key partition"),
-        _offset(source_offset, "key source_offset"),
-        _offset(fields.get("target_offset"), "value target_offset"),
-        None if previous is None else _offset(previous, "value previous_source_offset"),
+        offset_field(partition, "offset sync key partition"),
+        offset_field(source_offset, "offset sync key source_offset"),
+        offset_field(fields.get("target_offset"), "offset sync value target_offset"),
+        None if previous is None else offset_field(previous, "offset sync value previous_source_offset"),
     )
-
-
-def _dump(obj: object) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode("utf-8")
-
-
-def _load(data: bytes, what: str) -> Any:
-    try:
-        return json.loads(data.decode("utf-8"))
-    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError alike
-        raise ValueError(f"offset sync {what} is not UTF-8 JSON: {exc}") from exc
-
-
-def _offset(value: object, what: str) -> int:
-    # bool is an int to Python, never an offset.
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"offset sync {what}: expected an integer >= 0, got {value!r}")
-    return value
