@@ -71,7 +71,8 @@ def test_translate_back_breaks_ties_like_the_forward_translation_whatever_the_or
     known, restarted = OffsetSync("orders", 0, 5, 9, 2), OffsetSync("orders", 0, 5, 9, None)
     for syncs in ([OffsetSync("orders", 0, 0, 0, None), known, restarted],
                   [restarted, known, OffsetSync("orders", 0, 0, 0, None)]):
-        assert [translate_back(syncs, p, 7) for p in (3, 4, 8, 9)] == [3, None, None, 5]  # replica records 3..8 are foreign
+        # Replica records 3..8 are foreign: position 3 (read 0..2) is source 3, positions 4..8 are on no copy.
+        assert [translate_back(syncs, p, 7) for p in (3, 4, 8, 9)] == [3, None, None, 5]
 
 
 def test_the_incremental_reverse_route_starts_right_after_the_routes_last_copy() -> None:
