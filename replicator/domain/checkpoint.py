@@ -22,11 +22,10 @@ latest checkpoint of each.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 from replicator.domain.offset_sync import (
     BeforeFirstSync,
@@ -37,6 +36,7 @@ from replicator.domain.offset_sync import (
     Unknown,
     translate,
 )
+from replicator.domain.record_json import dump_json, load_json, name_field, offset_field
 
 Partition: TypeAlias = tuple[str, int]  # (topic, partition)
 
@@ -135,50 +135,27 @@ def encode_checkpoint(checkpoint: Checkpoint, checkpointed_at_ms: int) -> tuple[
         "max_repeats": checkpoint.max_repeats,
         "checkpointed_at_ms": checkpointed_at_ms,
     }
-    return _dump(key), _dump(value)
+    return dump_json(key), dump_json(value)
 
 
 def decode_checkpoint(key: bytes, value: bytes) -> tuple[Checkpoint, int]:
     """The checkpoint and its time (epoch ms) of a checkpoints-topic record; ValueError naming the fault."""
-    parts = _load(key, "key")
+    parts = load_json(key, "checkpoint key")
     if not (isinstance(parts, list) and len(parts) == 3):
         raise ValueError(f"checkpoint key: expected [group, topic, partition], got {parts!r}")
     group, topic, partition = parts
-    fields = _load(value, "value")
+    fields = load_json(value, "checkpoint value")
     if not isinstance(fields, dict):
         raise ValueError(f"checkpoint value: expected an object, got {fields!r}")  # noqa: TRY004
     status = fields.get("status")
     if status not in {s.value for s in CheckpointStatus} or status == CheckpointStatus.UNKNOWN:
         raise ValueError(f"checkpoint value status: expected exact, behind or before-first-sync, got {status!r}")
     checkpoint = Checkpoint(
-        _name(group, "key group"), _name(topic, "key topic"), _offset(partition, "key partition"),
-        _offset(fields.get("source_offset"), "value source_offset"),
-        _name(fields.get("target_topic"), "value target_topic"),
-        _offset(fields.get("target_offset"), "value target_offset"),
-        CheckpointStatus(status), _offset(fields.get("max_repeats"), "value max_repeats"),
+        name_field(group, "checkpoint key group"), name_field(topic, "checkpoint key topic"),
+        offset_field(partition, "checkpoint key partition"),
+        offset_field(fields.get("source_offset"), "checkpoint value source_offset"),
+        name_field(fields.get("target_topic"), "checkpoint value target_topic"),
+        offset_field(fields.get("target_offset"), "checkpoint value target_offset"),
+        CheckpointStatus(status), offset_field(fields.get("max_repeats"), "checkpoint value max_repeats"),
     )
-    return checkpoint, _offset(fields.get("checkpointed_at_ms"), "value checkpointed_at_ms")
-
-
-def _dump(obj: object) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode("utf-8")
-
-
-def _load(data: bytes, what: str) -> Any:
-    try:
-        return json.loads(data.decode("utf-8"))
-    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError alike
-        raise ValueError(f"checkpoint {what} is not UTF-8 JSON: {exc}") from exc
-
-
-def _name(value: object, what: str) -> str:
-    if not (isinstance(value, str) and value):
-        raise ValueError(f"checkpoint {what}: expected a non-empty string, got {value!r}")
-    return value
-
-
-def _offset(value: object, what: str) -> int:
-    # bool is an int to Python, never an offset.
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"checkpoint {what}: expected an integer >= 0, got {value!r}")
-    return value
+    return checkpoint, offset_field(fields.get("checkpointed_at_ms"), "checkpoint value checkpointed_at_ms")

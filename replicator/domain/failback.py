@@ -33,7 +33,6 @@ then the groups move back with the drain-and-translate steps of a failover:
 
 from __future__ import annotations
 
-import bisect
 import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
@@ -42,7 +41,7 @@ from enum import StrEnum
 from typing import Any
 
 from replicator.domain.failover import FINISHED_STEP, StepStatus
-from replicator.domain.offset_sync import BeforeFirstSync, Behind, Exact, OffsetSync, translate
+from replicator.domain.offset_sync import BeforeFirstSync, Behind, Exact, OffsetSync, translate, translate_inverse
 from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
 from replicator.domain.run_json import parse_time, plain, point_from, required_time
 from replicator.domain.target_group import TargetOutcome
@@ -172,41 +171,11 @@ def translate_back(syncs: Sequence[OffsetSync], position: int, replicated_end: i
     committed source offset (every record before it was copied). A position inside a
     run of copied records maps exactly; at the end of a run it maps to the source
     position after that run's last record. None: before the first copy, or after the
-    last known one (nothing the route copied is there).
+    last known one (nothing the route copied is there). The rules:
+    :func:`~replicator.domain.offset_sync.translate_inverse`.
     """
-    runs = _runs(syncs)
-    if not runs:
-        return None
-    k = bisect.bisect_right([r.target_offset for r in runs], position) - 1
-    if k < 0:
-        return None
-    run = runs[k]
-    if k + 1 < len(runs):
-        following = runs[k + 1]
-        end = following.previous_source_offset
-        last = following.source_offset - 1 if end is None or not run.source_offset <= end < following.source_offset \
-            else end  # the run's last source record
-        length = min(last - run.source_offset + 1, following.target_offset - run.target_offset)
-    else:
-        if replicated_end is None:
-            return None
-        length = replicated_end - run.source_offset
-    if position - run.target_offset > length:
-        return None  # a foreign record between two runs: not one the route copied
-    return run.source_offset + (position - run.target_offset)
-
-
-def _runs(syncs: Sequence[OffsetSync]) -> list[OffsetSync]:
-    best: dict[int, OffsetSync] = {}
-    for sync in syncs:
-        kept = best.get(sync.source_offset)
-        if kept is None or sync.target_offset > kept.target_offset:
-            best[sync.source_offset] = sync
-    runs: list[OffsetSync] = []
-    for sync in sorted(best.values(), key=lambda s: s.source_offset):
-        if not runs or sync.target_offset > runs[-1].target_offset:
-            runs.append(sync)
-    return runs
+    found = translate_inverse(syncs, position, replicated_end)
+    return found.target_offset if isinstance(found, Exact) else None
 
 
 def reverse_start(forward_syncs: Sequence[OffsetSync], forward_end: int | None, replica_end: int) -> tuple[int, str]:

@@ -1,10 +1,16 @@
-"""The exact, compact map from source to target offsets of one partition.
+"""The exact, compact map between source and target offsets of one partition, both ways.
 
 A *run* is a stretch of records copied back to back: each one directly follows the
 previous on both sides (source and target offsets both + 1), so one ``OffsetSync``
 at its start places every record of it. A source gap (transaction markers,
 compacted-away offsets) or a foreign write on the target starts a new run;
 ``previous_source_offset`` tells the reader exactly where the previous run ended.
+
+Both directions read the same runs. :func:`translate` (forward, checkpoints and
+failover): a group that committed a source offset, where it resumes on the target.
+:func:`translate_inverse` (failback): a group at a target position, where it resumes
+on the source; its results name that source offset ``target_offset`` (the offset
+on the side translated *to*).
 
 Offsets are Kafka's "next to read" positions. Worked example: records at source
 0, 1, 2, transaction markers at 3 and 4, records at 5, 6, copied to target 0..4::
@@ -15,10 +21,32 @@ Offsets are Kafka's "next to read" positions. Worked example: records at source
     syncs     (0 -> 0, previous None)   (5 -> 3, previous 2)
 
     committed 0   1   2   3   4   5   6   7   8          replicated_end = 7
-    result    E0  E1  E2  E3  E3  E3  E4  E5  Behind(5, max_repeats=1)
+    forward   E0  E1  E2  E3  E3  E3  E4  E5  Behind(5, max_repeats=1)
 
-``E3`` at 3 and 4: the next record is 5, at target 3. ``E5`` at 7: right after the
-last copy. At 8 the route has not copied 7 yet; resuming at 5 may repeat it.
+    position  0   1   2   3   4   5   6                  replicated_end = 7
+    inverse   E0  E1  E2  E5  E6  E7  NotCopied
+
+Forward: ``E3`` at 3 and 4: the next record is 5, at target 3. ``E5`` at 7: right
+after the last copy. At 8 the route has not copied 7 yet; resuming at 5 may repeat
+it; without ``replicated_end`` only a run's first record counts as copied.
+
+Inverse, the off-by-one: a group at position ``p`` has read the target records
+before ``p``; inside a run or right at its end it resumes at ``run source +
+(p - run target)``, the source offset after the last record it read (at the end of
+a run that may be a marker: resuming there skips nothing). A position on a record
+the route did not copy -- a foreign write between runs, anything past the record
+before ``replicated_end``, or in the last run when ``replicated_end`` is None or
+lags its start -- is ``NotCopied``. Before the first sync: ``BeforeFirstSync``.
+
+Two syncs at the same source offset: the one at the higher target offset wins.
+The target log only grows, so a later sync of the same record -- a writer
+restarted after a record acknowledged without an offset, a producer replaced and
+its records sent again, a re-run after a crash -- lies higher and describes the
+newer copy. At the same target offset both describe one copy, re-reported by a
+restarted writer: the one that knows where the previous run ended
+(``previous_source_offset`` not None, else the highest) wins, as it places the gap
+before it exactly. The rule depends on the syncs only, never on their order (the
+syncs topic is compacted and read again; duplicates are harmless).
 
 Contract with the hot path: ``replicated_end`` is the route's committed offset,
 i.e. the last acknowledged record + 1 (not a position past trailing markers); that
@@ -31,10 +59,11 @@ the target; its syncs supersede the older ones they overlap.
 from __future__ import annotations
 
 import bisect
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TypeAlias
+
+from replicator.domain.record_json import dump_json, load_json, offset_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +135,13 @@ class Unknown:
     """No sync of the partition is known."""
 
 
+@dataclass(frozen=True, slots=True)
+class NotCopied:
+    """(Inverse only.) The target position is on no record the route is known to have copied."""
+
+
 Translation: TypeAlias = Exact | Behind | BeforeFirstSync | Unknown
+InverseTranslation: TypeAlias = Exact | BeforeFirstSync | NotCopied | Unknown
 
 
 def translate(
@@ -131,13 +166,41 @@ def translate(
     return _after_last_start(runs[k], committed, replicated_end)
 
 
+def translate_inverse(
+    syncs: Sequence[OffsetSync], position: int, replicated_end: int | None
+) -> InverseTranslation:
+    """Where a group at target position ``position`` resumes on the source (see the module).
+
+    ``syncs`` and ``replicated_end`` as for :func:`translate`; ``Exact.target_offset``
+    is a source offset here.
+    """
+    runs = _run_starts(syncs)
+    if not runs:
+        return Unknown()
+    if position < runs[0].target_offset:
+        return BeforeFirstSync(runs[0].source_offset)
+    k = bisect.bisect_right([r.target_offset for r in runs], position) - 1
+    run = runs[k]
+    if k + 1 < len(runs):
+        following = runs[k + 1]
+        end = _run_end(run, following)
+        last = following.source_offset - 1 if end is None else end  # as :func:`_inside` extrapolates
+        length = min(last - run.source_offset + 1, following.target_offset - run.target_offset)
+    elif replicated_end is None:
+        return NotCopied()
+    else:
+        length = replicated_end - run.source_offset
+    if position - run.target_offset > length:
+        return NotCopied()  # a foreign record after the run, or one not copied yet
+    return Exact(run.source_offset + position - run.target_offset)
+
+
 def _run_starts(syncs: Sequence[OffsetSync]) -> list[OffsetSync]:
     if len({(s.topic, s.partition) for s in syncs}) > 1:
         raise ValueError("translate: syncs of several partitions")
     best: dict[int, OffsetSync] = {}
     for sync in syncs:
-        # Same start written twice: a re-run after a crash copies the records again
-        # later on the target, so the highest target offset is the newest copy.
+        # Same start written twice: the tie rule of the module docstring.
         kept = best.get(sync.source_offset)
         if kept is None or _rank(sync) > _rank(kept):
             best[sync.source_offset] = sync
@@ -156,9 +219,15 @@ def _rank(sync: OffsetSync) -> tuple[int, int]:
     return (sync.target_offset, -1 if previous is None else previous)
 
 
-def _inside(run: OffsetSync, following: OffsetSync, committed: int) -> Exact:
+def _run_end(run: OffsetSync, following: OffsetSync) -> int | None:
+    """The source offset of ``run``'s last record, as ``following`` tells it (None: it does not)."""
     end = following.previous_source_offset
-    if end is None or not run.source_offset <= end < following.source_offset:
+    return end if end is not None and run.source_offset <= end < following.source_offset else None
+
+
+def _inside(run: OffsetSync, following: OffsetSync, committed: int) -> Exact:
+    end = _run_end(run, following)
+    if end is None:
         # A restarted writer did not record where this run ended. No sync before
         # the commit is ever missing (the contract), so the records up to
         # `following` continue this run: extrapolating it, capped by the next run
@@ -190,12 +259,12 @@ def encode_sync(sync: OffsetSync) -> tuple[bytes, bytes]:
         "target_offset": sync.target_offset,
         "previous_source_offset": sync.previous_source_offset,
     }
-    return _dump(key), _dump(value)
+    return dump_json(key), dump_json(value)
 
 
 def decode_sync(key: bytes, value: bytes) -> OffsetSync:
     """The sync of a record of the syncs topic; ValueError naming what is malformed."""
-    parts = _load(key, "key")
+    parts = load_json(key, "offset sync key")
     if not (isinstance(parts, list) and len(parts) == 3):
         raise ValueError(
             f"offset sync key: expected [topic, partition, source_offset], got {parts!r}"
@@ -203,33 +272,15 @@ def decode_sync(key: bytes, value: bytes) -> OffsetSync:
     topic, partition, source_offset = parts
     if not (isinstance(topic, str) and topic):
         raise ValueError(f"offset sync key: topic must be a non-empty string, got {topic!r}")
-    fields = _load(value, "value")
+    fields = load_json(value, "offset sync value")
     if not isinstance(fields, dict):
         # ValueError, not TypeError: this is malformed input, not a caller's mistake.
         raise ValueError(f"offset sync value: expected an object, got {fields!r}")  # noqa: TRY004
     previous = fields.get("previous_source_offset")
     return OffsetSync(
         topic,
-        _offset(partition, "key partition"),
-        _offset(source_offset, "key source_offset"),
-        _offset(fields.get("target_offset"), "value target_offset"),
-        None if previous is None else _offset(previous, "value previous_source_offset"),
+        offset_field(partition, "offset sync key partition"),
+        offset_field(source_offset, "offset sync key source_offset"),
+        offset_field(fields.get("target_offset"), "offset sync value target_offset"),
+        None if previous is None else offset_field(previous, "offset sync value previous_source_offset"),
     )
-
-
-def _dump(obj: object) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode("utf-8")
-
-
-def _load(data: bytes, what: str) -> Any:
-    try:
-        return json.loads(data.decode("utf-8"))
-    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError alike
-        raise ValueError(f"offset sync {what} is not UTF-8 JSON: {exc}") from exc
-
-
-def _offset(value: object, what: str) -> int:
-    # bool is an int to Python, never an offset.
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"offset sync {what}: expected an integer >= 0, got {value!r}")
-    return value

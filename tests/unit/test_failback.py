@@ -66,6 +66,15 @@ def test_translate_back_knows_nothing_before_the_first_copy_or_without_syncs() -
     assert translate_back(syncs, 7, None) is None  # the last run's length is unknown without the route's end
 
 
+def test_translate_back_breaks_ties_like_the_forward_translation_whatever_the_order() -> None:
+    # Source 5 at replica 9 reported twice: by its writer (the run before ended at 2) and by a restarted one.
+    known, restarted = OffsetSync("orders", 0, 5, 9, 2), OffsetSync("orders", 0, 5, 9, None)
+    for syncs in ([OffsetSync("orders", 0, 0, 0, None), known, restarted],
+                  [restarted, known, OffsetSync("orders", 0, 0, 0, None)]):
+        # Replica records 3..8 are foreign: position 3 (read 0..2) is source 3, positions 4..8 are on no copy.
+        assert [translate_back(syncs, p, 7) for p in (3, 4, 8, 9)] == [3, None, None, 5]
+
+
 def test_the_incremental_reverse_route_starts_right_after_the_routes_last_copy() -> None:
     syncs = _copy([0, 1, 2, 5, 6])  # markers at 3 and 4
     assert reverse_start(syncs, 7, 9) == (5, "after the route's last copied record")  # records 5.. were written later
