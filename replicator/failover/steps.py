@@ -1,4 +1,4 @@
-"""One function per failover step: ``(ctx, run) -> StepResult``; :mod:`replicator.failover.run` runs them.
+"""One function per failover step: ``(ctx, run) -> StepResult``; :mod:`replicator.runbook.engine` runs them.
 
 A step decides from the run (what earlier steps found) and the clusters now, and
 returns the run with what it learned, its status and a readable detail. In a dry
@@ -13,43 +13,24 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import pendulum
 
-from replicator.config import Config, RouteConfig
 from replicator.domain.failover import DrainState, FailoverMode, Step, StepStatus, drain_decision, plan_steps
 from replicator.domain.failover_run import FailoverRun, PartitionLag, rpo_from_points, rpo_measured
 from replicator.domain.resume_point import Basis, verify_commits
 from replicator.domain.target_group import TargetOutcome
-from replicator.errors import ClusterError, MirrorFlowError
+from replicator.errors import ClusterError
 from replicator.failover import commits, points, source
+from replicator.runbook import engine
+from replicator.runbook.context import Ctx as RunbookCtx
+from replicator.runbook.engine import StepFailed
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Ctx:
-    """What every step needs: the config, the route, a progress printer and the run's saver."""
-
-    config: Config
-    route: RouteConfig
-    say: Callable[[str], None]
-    save: Callable[[FailoverRun], FailoverRun]  # stores the run (a dry run: returns it as it is)
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """The run as a step leaves it, the step's status, what it decided, and why it failed."""
-
-    run: FailoverRun
-    status: StepStatus
-    detail: str
-    error: str | None = None
-
-
-class StepFailed(MirrorFlowError):
-    """A step could not do its work; the message says what the operator does next."""
+Ctx = RunbookCtx[FailoverRun]
+StepResult = engine.StepResult[FailoverRun]
 
 
 def _acting(run: FailoverRun) -> StepStatus:
