@@ -42,6 +42,8 @@ def register(commands: Any) -> None:
                           "(they are deleted with its topics)")
     failback.add_argument("--dry-run", action="store_true", help="show every step, change nothing")
     failback.add_argument("--json", action="store_true", help="print the run as JSON (progress goes to stderr)")
+    failback.add_argument("--restart", action="store_true",
+                          help="abandon the route's unfinished failback run and start a new one")
     failback.set_defaults(handler=run_failback)
 
 
@@ -53,7 +55,7 @@ def run_failback(args: argparse.Namespace) -> int:
     config.route(args.route)
     request = request_of(args.route, args.mode, args.group, args.drain_timeout, args.accept_loss, args.dry_run)
     try:
-        run = failback_route(config, request, _to_stderr if args.json else say)
+        run = failback_route(config, request, args.restart, _to_stderr if args.json else say)
     except FailbackFailed as exc:
         if args.json:
             print(as_json(exc.summary))

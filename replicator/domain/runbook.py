@@ -118,3 +118,8 @@ def steps_from(data: Sequence[Mapping[str, Any]], kind: type[S]) -> tuple[StepRe
     """The step records that ``plain`` wrote (a run's ``to_dict()["steps"]``)."""
     return tuple(StepRecord(kind(s["step"]), StepStatus(s["status"]), s["detail"], s["error"],
                             parse_time(s["started_at"]), parse_time(s["finished_at"])) for s in data)
+
+
+def acting(run: RunSteps[Any]) -> StepStatus:
+    """The status of a step that did its work: planned in a dry run, done otherwise."""
+    return StepStatus.PLANNED if run.request.dry_run else StepStatus.DONE
