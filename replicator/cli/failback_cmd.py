@@ -6,8 +6,8 @@ import argparse
 from typing import Any
 
 from replicator.cli.common import add_config_arg, config_of
-from replicator.cli.failover_cmd import _outcome, _to_stderr
-from replicator.cli.output import as_json, say, table
+from replicator.cli.output import table
+from replicator.cli.runbook_cmd import outcome, run_and_print
 
 
 def register(commands: Any) -> None:
@@ -42,24 +42,20 @@ def register(commands: Any) -> None:
                           "(they are deleted with its topics)")
     failback.add_argument("--dry-run", action="store_true", help="show every step, change nothing")
     failback.add_argument("--json", action="store_true", help="print the run as JSON (progress goes to stderr)")
+    failback.add_argument("--restart", action="store_true",
+                          help="abandon the route's unfinished failback run and start a new one")
     failback.set_defaults(handler=run_failback)
 
 
 def run_failback(args: argparse.Namespace) -> int:
     """Run (or resume) the failback, printing a line per step; exit 1 when a step failed."""
-    from replicator.failback.run import FailbackFailed, failback_route, request_of, summary
+    from replicator.failback.run import failback_route, request_of, summary
 
     config = config_of(args)
     config.route(args.route)
     request = request_of(args.route, args.mode, args.group, args.drain_timeout, args.accept_loss, args.dry_run)
-    try:
-        run = failback_route(config, request, _to_stderr if args.json else say)
-    except FailbackFailed as exc:
-        if args.json:
-            print(as_json(exc.summary))
-        raise
-    print(as_json(summary(run)) if args.json else render(run))
-    return 0
+    return run_and_print(args, lambda progress: failback_route(config, request, args.restart, progress), summary,
+                         render)
 
 
 def render(run: Any) -> str:
@@ -67,7 +63,7 @@ def render(run: Any) -> str:
     from replicator.domain.failback import next_steps
 
     rows = [[c.point.group, c.point.topic, c.point.partition, c.point.source_offset, "->", c.point.target_topic,
-             c.point.target_offset, c.point.describe(), _outcome(c)] for c in run.commits]
+             c.point.target_offset, c.point.describe(), outcome(c)] for c in run.commits]
     heading = (f"failback{'' if run.run_id is None else f' run {run.run_id}'} of route {run.request.route} "
                f"({run.request.mode.value}): {run.backup} -> {run.primary}: {run.status.value}")
     lines = [heading]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from replicator.cli.common import add_config_arg, config_of
-from replicator.cli.output import as_json, say, table
+from replicator.cli.output import table
+from replicator.cli.runbook_cmd import outcome, run_and_print
 
 
 def register(commands: Any) -> None:
@@ -51,7 +51,7 @@ def register(commands: Any) -> None:
 
 def run_failover(args: argparse.Namespace) -> int:
     """Run (or resume) the failover, printing a line per step; exit 1 when a step failed."""
-    from replicator.failover.run import FailoverFailed, failover_route, release_route, request_of, summary
+    from replicator.failover.run import failover_route, release_route, request_of, summary
 
     config = config_of(args)
     if args.release:
@@ -62,20 +62,8 @@ def run_failover(args: argparse.Namespace) -> int:
         return 0
     request = request_of(args.route, args.group, args.mode, args.at, args.margin, args.drain_timeout,
                          args.stop_timeout, args.dry_run)
-    progress = _to_stderr if args.json else say
-    try:
-        run = failover_route(config, request, args.restart, progress)
-    except FailoverFailed as exc:
-        if args.json:
-            print(as_json(exc.summary))
-        raise
-    print(as_json(summary(run)) if args.json else render(run))
-    return 0
-
-
-def _to_stderr(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
+    return run_and_print(args, lambda progress: failover_route(config, request, args.restart, progress), summary,
+                         render)
 
 
 def render(run: Any) -> str:
@@ -83,7 +71,7 @@ def render(run: Any) -> str:
     from replicator.domain.failover_run import next_steps
 
     rows = [[c.point.group, c.point.topic, c.point.partition, c.point.source_offset, "->", c.point.target_topic,
-             c.point.target_offset, c.point.describe(), _outcome(c)] for c in run.commits]
+             c.point.target_offset, c.point.describe(), outcome(c)] for c in run.commits]
     if not rows:
         rows = [[p.group, p.topic, p.partition, p.source_offset, "->", p.target_topic, p.target_offset,
                  p.describe(), "-"] for p in run.points]
@@ -94,16 +82,3 @@ def render(run: Any) -> str:
         lines.append(table(["group", "topic", "partition", "source offset", "", "target topic", "target offset",
                             "resume", f"group on {run.target}"], rows))
     return "\n".join([*lines, "", next_steps(run)]) + "\n"
-
-
-def _outcome(commit: Any) -> str:
-    target = commit.point.target_offset
-    return {
-        "planned": f"to commit {target}",
-        "written": f"committed {target}",
-        "failed": f"failed: {commit.error}",
-        "up-to-date": "already there",
-        "target-ahead": f"kept: ahead at {commit.current}",
-        "active-members": "kept: active members",
-        "untranslated": "-",
-    }[commit.outcome.value]

@@ -40,10 +40,10 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
 
-from replicator.domain.failover import FINISHED_STEP, StepStatus
 from replicator.domain.offset_sync import BeforeFirstSync, Behind, Exact, OffsetSync, translate, translate_inverse
 from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
 from replicator.domain.run_json import parse_time, plain, point_from, required_time
+from replicator.domain.runbook import RunStatus, RunSteps, StepRecord, steps_from
 from replicator.domain.target_group import TargetOutcome
 
 REVERSE_SUFFIX = ".failback"
@@ -70,25 +70,8 @@ class FailbackStep(StrEnum):
     FINISH = "finish"
 
 
-class FailbackStatus(StrEnum):
-    """Where a failback run stands."""
-
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
-    DRY_RUN = "dry-run"
-
-
-@dataclass(frozen=True, slots=True)
-class FailbackStepRecord:
-    """One step of a failback run."""
-
-    step: FailbackStep
-    status: StepStatus = StepStatus.PENDING
-    detail: str | None = None
-    error: str | None = None
-    started_at: dt.datetime | None = None
-    finished_at: dt.datetime | None = None
+FailbackStatus = RunStatus  # where a failback run stands: as any runbook's run
+FailbackStepRecord = StepRecord  # one step of a failback run: as any runbook's step
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,14 +247,14 @@ class Unreplicated:
 
 
 @dataclass(frozen=True, slots=True)
-class FailbackRun:
+class FailbackRun(RunSteps[FailbackStep]):
     """One failback of a route (``run_id`` None until stored; a dry run is never stored)."""
 
     request: FailbackRequest
     primary: str  # the route's source, where the applications go back to
     backup: str  # the route's target, where they are now
     triggered_at: dt.datetime
-    steps: tuple[FailbackStepRecord, ...]
+    steps: tuple[StepRecord[FailbackStep], ...]
     run_id: int | None = None
     failover_run_id: int | None = None
     topics: tuple[ReverseTopic, ...] = ()
@@ -283,44 +266,17 @@ class FailbackRun:
     commits: tuple[GroupCommit, ...] = ()
     finished_at: dt.datetime | None = None
     notes: tuple[str, ...] = ()
+    abandoned_at: dt.datetime | None = None  # --restart started another run
 
     @classmethod
     def new(cls, request: FailbackRequest, primary: str, backup: str, now: dt.datetime) -> FailbackRun:
         """A run triggered ``now``, every step pending."""
-        return cls(request, primary, backup, now, tuple(FailbackStepRecord(s) for s in FailbackStep))
+        return cls(request, primary, backup, now, tuple(StepRecord(s) for s in FailbackStep))
 
     @property
     def reverse_route(self) -> str:
         """The reverse route's name."""
         return reverse_route_name(self.request.route)
-
-    def step(self, step: FailbackStep) -> FailbackStepRecord:
-        """The record of ``step``."""
-        return next(s for s in self.steps if s.step == step)
-
-    def with_step(self, record: FailbackStepRecord) -> FailbackRun:
-        """This run with ``record`` replacing its step's record."""
-        return replace(self, steps=tuple(record if s.step == record.step else s for s in self.steps))
-
-    @property
-    def status(self) -> FailbackStatus:
-        """dry-run, failed (a step failed), done (finish done) or running."""
-        if self.request.dry_run:
-            return FailbackStatus.DRY_RUN
-        if any(s.status == StepStatus.FAILED for s in self.steps):
-            return FailbackStatus.FAILED
-        return FailbackStatus.DONE if self.step(FailbackStep.FINISH).status == StepStatus.DONE \
-            else FailbackStatus.RUNNING
-
-    @property
-    def stopped_at(self) -> FailbackStep | None:
-        """The first step not done or skipped (None when all are)."""
-        return next((s.step for s in self.steps if s.status not in FINISHED_STEP), None)
-
-    @property
-    def rto_seconds(self) -> float | None:
-        """Seconds from the trigger to the end (None until finished)."""
-        return None if self.finished_at is None else (self.finished_at - self.triggered_at).total_seconds()
 
     @property
     def unreplicated_records(self) -> int:
@@ -343,14 +299,13 @@ def run_from_dict(data: Mapping[str, Any]) -> FailbackRun:
     return FailbackRun(
         request, data["primary"], data["backup"],
         required_time(data["triggered_at"], "failback run: triggered_at"),
-        tuple(FailbackStepRecord(FailbackStep(s["step"]), StepStatus(s["status"]), s["detail"], s["error"],
-                                 parse_time(s["started_at"]), parse_time(s["finished_at"])) for s in data["steps"]),
+        steps_from(data["steps"], FailbackStep),
         data["run_id"], data["failover_run_id"], tuple(ReverseTopic(**t) for t in data["topics"]),
         tuple((r, p, o) for r, p, o in data["starts"]), tuple(Unreplicated(**u) for u in data["unreplicated"]),
         data["copied"], data["not_copied"], tuple(point_from(p) for p in data["points"]),
         tuple(GroupCommit(point_from(c["point"]), TargetOutcome(c["outcome"]), c["current"], c["error"], c["verified"])
               for c in data["commits"]),
-        parse_time(data["finished_at"]), tuple(data["notes"]))
+        parse_time(data["finished_at"]), tuple(data["notes"]), parse_time(data.get("abandoned_at")))
 
 
 def next_steps(run: FailbackRun) -> str:

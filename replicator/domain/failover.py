@@ -30,6 +30,11 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+# Re-exported: a failover's step records are any runbook's.
+from replicator.domain.runbook import FINISHED_STEP as FINISHED_STEP
+from replicator.domain.runbook import StepRecord as StepRecord
+from replicator.domain.runbook import StepStatus as StepStatus
+
 
 class FailoverMode(StrEnum):
     """Where groups resume: translated checkpoints, or offsets-for-times."""
@@ -48,31 +53,6 @@ class Step(StrEnum):
     COMMIT_OFFSETS = "commit-offsets"
     VERIFY = "verify"
     FINISH = "finish"
-
-
-class StepStatus(StrEnum):
-    """Where one step stands."""
-
-    PENDING = "pending"
-    DONE = "done"
-    SKIPPED = "skipped"  # decided not needed (the detail says why)
-    FAILED = "failed"
-    PLANNED = "planned"  # dry run: what it would do
-
-
-FINISHED_STEP = (StepStatus.DONE, StepStatus.SKIPPED)
-
-
-@dataclass(frozen=True, slots=True)
-class StepRecord:
-    """One step of a run: its status, the decision it took (readable) and its error."""
-
-    step: Step
-    status: StepStatus = StepStatus.PENDING
-    detail: str | None = None
-    error: str | None = None
-    started_at: dt.datetime | None = None
-    finished_at: dt.datetime | None = None
 
 
 _DURATION = re.compile(r"^\s*(\d+)\s*([smh]?)\s*$")

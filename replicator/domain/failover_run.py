@@ -17,31 +17,16 @@ DAG's tasks hand each other (:meth:`FailoverRun.to_dict`, plain JSON) and what
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
 
-from replicator.domain.failover import (
-    FINISHED_STEP,
-    FailoverMode,
-    FailoverRequest,
-    Step,
-    StepRecord,
-    StepStatus,
-)
+from replicator.domain.failover import FailoverMode, FailoverRequest, Step, StepRecord
 from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
 from replicator.domain.run_json import iso, parse_time, plain, point_from, required_time
+from replicator.domain.runbook import RunStatus as RunStatus  # re-exported: where it was first defined
+from replicator.domain.runbook import RunSteps, steps_from
 from replicator.domain.target_group import TargetOutcome
-
-
-class RunStatus(StrEnum):
-    """How a run as a whole stands."""
-
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"  # a step failed: re-running resumes at it
-    ABANDONED = "abandoned"  # replaced by a new run (--restart)
-    DRY_RUN = "dry-run"
 
 
 class RpoBasis(StrEnum):
@@ -110,7 +95,7 @@ def rpo_from_points(points: tuple[ResumePoint, ...]) -> Rpo:
 
 
 @dataclass(frozen=True, slots=True)
-class FailoverRun:
+class FailoverRun(RunSteps[Step]):
     """One failover of a route (``run_id`` None until stored; a dry run is never stored)."""
 
     request: FailoverRequest
@@ -118,7 +103,7 @@ class FailoverRun:
     target: str
     route_group: str
     triggered_at: dt.datetime
-    steps: tuple[StepRecord, ...]
+    steps: tuple[StepRecord[Step], ...]
     run_id: int | None = None
     source_reachable: bool | None = None
     points: tuple[ResumePoint, ...] = ()
@@ -135,35 +120,6 @@ class FailoverRun:
             now: dt.datetime) -> FailoverRun:
         """A run triggered ``now``, every step pending."""
         return cls(request, source, target, route_group, now, tuple(StepRecord(s) for s in Step))
-
-    def step(self, step: Step) -> StepRecord:
-        """The record of ``step``."""
-        return next(s for s in self.steps if s.step == step)
-
-    def with_step(self, record: StepRecord) -> FailoverRun:
-        """This run with ``record`` replacing its step's record."""
-        return replace(self, steps=tuple(record if s.step == record.step else s for s in self.steps))
-
-    @property
-    def status(self) -> RunStatus:
-        """dry-run, abandoned, failed (a step failed), done (finish done) or running."""
-        if self.request.dry_run:
-            return RunStatus.DRY_RUN
-        if self.abandoned_at is not None:
-            return RunStatus.ABANDONED
-        if any(s.status == StepStatus.FAILED for s in self.steps):
-            return RunStatus.FAILED
-        return RunStatus.DONE if self.step(Step.FINISH).status == StepStatus.DONE else RunStatus.RUNNING
-
-    @property
-    def stopped_at(self) -> Step | None:
-        """The first step not done or skipped (None when all are)."""
-        return next((s.step for s in self.steps if s.status not in FINISHED_STEP), None)
-
-    @property
-    def rto_seconds(self) -> float | None:
-        """Seconds from the trigger to the end (None until finished)."""
-        return None if self.finished_at is None else (self.finished_at - self.triggered_at).total_seconds()
 
     @property
     def groups(self) -> tuple[str, ...]:
@@ -196,8 +152,7 @@ class FailoverRun:
         return cls(
             request, data["source"], data["target"], data["route_group"],
             required_time(data["triggered_at"], "failover run: triggered_at"),
-            tuple(StepRecord(Step(s["step"]), StepStatus(s["status"]), s["detail"], s["error"],
-                             parse_time(s["started_at"]), parse_time(s["finished_at"])) for s in data["steps"]),
+            steps_from(data["steps"], Step),
             data["run_id"], data["source_reachable"],
             tuple(point_from(p) for p in data["points"]),
             tuple(GroupCommit(point_from(c["point"]), TargetOutcome(c["outcome"]), c["current"], c["error"],
@@ -208,7 +163,6 @@ class FailoverRun:
             parse_time(data["route_stopped_at"]), parse_time(data["finished_at"]), parse_time(data["abandoned_at"]),
             tuple(data["notes"]),
         )
-
 
 
 def next_steps(run: FailoverRun) -> str:

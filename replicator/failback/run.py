@@ -5,8 +5,9 @@
   one task each), handing the run on as plain JSON.
 
 A run that failed midway is resumed by the next failback of the route with the
-same mode and groups: its finished steps are not run again. A dry run reads what
-the steps need, writes nothing (not even the run) and shows what each would do.
+same mode and groups: its finished steps are not run again; ``restart`` abandons
+it and starts a new one. A dry run reads what the steps need, writes nothing (not
+even the run) and shows what each would do.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pendulum
 
@@ -24,33 +25,31 @@ from replicator.domain.failback import (
     FailbackRequest,
     FailbackRun,
     FailbackStep,
-    FailbackStepRecord,
     next_steps,
     run_from_dict,
 )
-from replicator.domain.failover import FINISHED_STEP, StepStatus, parse_duration
-from replicator.errors import MirrorFlowError, UsageError
+from replicator.domain.failover import parse_duration
+from replicator.errors import UsageError
 from replicator.failback import reverse as rev
-from replicator.failback.steps import STEPS, Ctx, StepResult
-from replicator.kafka.admin import error_text
+from replicator.failback.steps import STEPS, Ctx
+from replicator.runbook import engine
+from replicator.runbook.engine import Runbook, RunFailed
+from replicator.runbook.start import start as runbook_start
+from replicator.runbook.store import SqlRunStore
+
+if TYPE_CHECKING:
+    from replicator.state.failovers import RouteHold
 
 log = logging.getLogger(__name__)
 
 Say = Callable[[str], None]
 
 
-class FailbackFailed(MirrorFlowError):
+class FailbackFailed(RunFailed):
     """A step failed; the stored run shows where (``summary`` has it) and a re-run resumes there."""
 
     def __init__(self, run: FailbackRun) -> None:
-        self.summary = summary(run)
-        step = run.stopped_at
-        record = run.step(step) if step else None
-        again = ("run the same failback again to resume it there" if not run.request.dry_run
-                 else "nothing was changed (dry run)")
-        ref = "" if run.run_id is None else f" run {run.run_id}"
-        super().__init__(f"route {run.request.route}: failback{ref} stopped at step {step}: "
-                         f"{record.error if record else '?'}\n{again}")
+        super().__init__("failback", run, summary(run))
 
 
 def request_of(route: str, mode: str = "incremental", groups: Sequence[str] | None = None,
@@ -71,57 +70,57 @@ def summary(run: FailbackRun) -> dict[str, Any]:
     return {**run.to_dict(), "next_steps": next_steps(run)}
 
 
-def _store(config: Config) -> Any:
+def _store(config: Config) -> SqlRunStore[FailbackRun]:
+    from replicator.state import failbacks
+
+    return SqlRunStore(config.state.url, failbacks.save_run, failbacks.unfinished_run, failbacks.load_run)
+
+
+def _other_run(run: FailbackRun) -> str:
+    return (f"route {run.request.route}: failback run {run.run_id} is unfinished (stopped at {run.stopped_at}) with "
+            f"mode {run.request.mode.value}: run it again with that mode to finish it, or add --restart to abandon "
+            "it and start anew")
+
+
+def _started(run: FailbackRun) -> str:
+    return (f"failback run {run.run_id} of route {run.request.route}: {run.backup} -> {run.primary}, mode "
+            f"{run.request.mode.value}")
+
+
+def _resumed(run: FailbackRun, request: FailbackRequest) -> FailbackRun:
+    # The operator's latest word on how long to drain and whether to accept a loss counts.
+    return replace(run, request=replace(run.request, accept_loss=request.accept_loss,
+                                        drain_timeout_seconds=request.drain_timeout_seconds))
+
+
+FAILBACK: Runbook[FailbackRun, Ctx] = Runbook("failback", STEPS, FailbackFailed, _other_run, _started, _resumed)
+
+
+def start(config: Config, request: FailbackRequest, restart: bool = False, say: Say = log.info) -> FailbackRun:
+    """The route's unfinished run with the same request (resumed), or a new one; checks the names first."""
+    route = config.route(request.route)
+
+    def fresh(unfinished: FailbackRun | None) -> FailbackRun:
+        _check_groups(config, route.target, request)
+        if unfinished is None and _hold(config, route.name) is None:
+            raise UsageError(f"route {route.name} is not failed over (no failover run holds it): there is nothing "
+                             f"to fail back; `mirrorflow failover --route {route.name}` moves it first")
+        return FailbackRun.new(request, route.source, route.target, pendulum.now("UTC"))
+
+    return runbook_start(FAILBACK, _store(config), request, restart, fresh, say)
+
+
+def _hold(config: Config, route: str) -> RouteHold | None:
+    """The failover run that holds ``route``, if any."""
+    from replicator.state.failovers import route_hold
     from replicator.state.store import StateStore
 
-    return StateStore(config.state.url)
-
-
-def _save(config: Config, run: FailbackRun) -> FailbackRun:
-    if run.request.dry_run:
-        return run
-    from replicator.state.failbacks import save_run
-
-    store = _store(config)
-    try:
-        return store.run(lambda session: save_run(session, run))  # type: ignore[no-any-return]
-    finally:
-        store.close()
-
-
-def start(config: Config, request: FailbackRequest, say: Say = log.info) -> FailbackRun:
-    """The route's unfinished run with the same request (resumed), or a new one."""
-    from replicator.state.failbacks import unfinished_run
-    from replicator.state.failovers import route_hold
-
-    route = config.route(request.route)
-    store = _store(config)
+    store = StateStore(config.state.url)
     try:
         with store.session() as session:
-            unfinished, hold = unfinished_run(session, route.name), route_hold(session, route.name)
+            return route_hold(session, route)
     finally:
         store.close()
-    if unfinished is not None and not request.dry_run:
-        if unfinished.request.same_work(request):
-            say(f"resuming failback run {unfinished.run_id} of route {route.name} (stopped at "
-                f"{unfinished.stopped_at})")
-            # The operator's latest word on how long to drain and whether to accept a loss counts.
-            return replace(unfinished, request=replace(unfinished.request, accept_loss=request.accept_loss,
-                                                       drain_timeout_seconds=request.drain_timeout_seconds))
-        raise UsageError(f"route {route.name}: failback run {unfinished.run_id} is unfinished (stopped at "
-                         f"{unfinished.stopped_at}) with mode {unfinished.request.mode.value}: run it again with "
-                         "that mode to finish it")
-    _check_groups(config, route.target, request)
-    if unfinished is None and hold is None:
-        raise UsageError(f"route {route.name} is not failed over (no failover run holds it): there is nothing to "
-                         f"fail back; `mirrorflow failover --route {route.name}` moves it first")
-    run = FailbackRun.new(request, route.source, route.target, pendulum.now("UTC"))
-    if request.dry_run:
-        return run
-    run = _save(config, run)
-    say(f"failback run {run.run_id} of route {route.name}: {route.target} -> {route.source}, mode "
-        f"{request.mode.value}")
-    return run
 
 
 def _check_groups(config: Config, backup: str, request: FailbackRequest) -> None:
@@ -142,43 +141,18 @@ def _check_groups(config: Config, backup: str, request: FailbackRequest) -> None
 
 def run_step(config: Config, run: FailbackRun, step: FailbackStep, say: Say = log.info) -> FailbackRun:
     """Run ``step`` of ``run`` unless it is finished; store the run; FailbackFailed when the step failed."""
-    number = list(FailbackStep).index(step) + 1
-    label = f"[{number}/{len(FailbackStep)}] {step.value}"
-    record = run.step(step)
-    if record.status in FINISHED_STEP:
-        say(f"{label}: {record.status.value} already: {record.detail}")
-        return run
-    waiting = [s.step.value for s in run.steps[: number - 1] if s.status not in (*FINISHED_STEP, StepStatus.PLANNED)]
-    if waiting:
-        raise UsageError(f"route {run.request.route}: failback run {run.run_id}: step {step.value} comes after "
-                         f"{', '.join(waiting)}, not done yet")
     route = config.route(run.request.route)
     full, reverse = rev.reverse_config(config, route, run.topics, run.request.mode) if run.topics else (config, None)
-    ctx = Ctx(full, route, reverse, say, lambda changed: _save(config, changed))
-    started = pendulum.now("UTC")
-    try:
-        result = STEPS[step.value](ctx, run)
-        status, error = result.status, None
-    except Exception as exc:
-        log.debug("failback step failed", exc_info=True)
-        result, status, error = StepResult(run, StepStatus.FAILED, record.detail or ""), StepStatus.FAILED, \
-            error_text(exc)
-    run = _save(config, result.run.with_step(FailbackStepRecord(step, status, result.detail, error, started,
-                                                                pendulum.now("UTC"))))
-    say(f"{label}: {status.value}" + (f": {result.detail}" if result.detail else "")
-        + (f"\n  error: {error}" if error else ""))
-    if status == StepStatus.FAILED:
-        raise FailbackFailed(run)
-    return run
+    return engine.run_step(FAILBACK, run, step, lambda save: Ctx(full, route, say, save, reverse),
+                           _store(config).save, say)
 
 
-def failback_route(config: ConfigRef, request: FailbackRequest, say: Say = log.info) -> FailbackRun:
+def failback_route(config: ConfigRef, request: FailbackRequest, restart: bool = False,
+                   say: Say = log.info) -> FailbackRun:
     """Start (or resume) a failback and run every step; FailbackFailed at the first that fails."""
     loaded = as_config(config)
-    run = start(loaded, request, say)
-    for step in FailbackStep:
-        run = run_step(loaded, run, step, say)
-    return run
+    return engine.run_all(FAILBACK, start(loaded, request, restart, say),
+                          lambda run, step: run_step(loaded, run, step, say))
 
 
 def start_run(config: ConfigRef, route: str, mode: str = "incremental", groups: Sequence[str] | None = None,
@@ -192,12 +166,5 @@ def step_of_run(config: ConfigRef, step: str, run: dict[str, Any]) -> dict[str, 
     loaded = as_config(config)
     current = run_from_dict(run)
     if current.run_id is not None:
-        from replicator.state.failbacks import load_run
-
-        store = _store(loaded)
-        try:
-            with store.session() as session:
-                current = load_run(session, current.run_id)
-        finally:
-            store.close()
+        current = _store(loaded).load(current.run_id)
     return summary(run_step(loaded, current, FailbackStep(step), print))

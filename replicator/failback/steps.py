@@ -1,4 +1,4 @@
-"""One function per failback step: ``(ctx, run) -> StepResult``; :mod:`replicator.failback.run` runs them.
+"""One function per failback step: ``(ctx, run) -> StepResult``; :mod:`replicator.runbook.engine` runs them.
 
 The order and what each decides: :mod:`replicator.domain.failback`. In a dry run a
 step reads what it needs and writes nothing. Each is safe to run again: the
@@ -20,11 +20,12 @@ from confluent_kafka.admin import AdminClient
 from replicator.checkpoints.groups import list_groups
 from replicator.checkpoints.offsets import commit, read_committed
 from replicator.checkpoints.syncs import SyncLog
-from replicator.config import Config, RouteConfig
+from replicator.config import RouteConfig
 from replicator.domain.checkpoint import Partition
 from replicator.domain.failback import (
     FailbackMode,
     FailbackRun,
+    FailbackStep,
     ReverseTopic,
     Unreplicated,
     merge_points,
@@ -34,9 +35,12 @@ from replicator.domain.failback import (
 from replicator.domain.failover import StepStatus
 from replicator.domain.offset_sync import OffsetSync
 from replicator.domain.resume_point import Basis, verify_commits
-from replicator.errors import MirrorFlowError
+from replicator.domain.runbook import acting
 from replicator.failback import reverse as rev
 from replicator.failover import commits, source
+from replicator.runbook import engine
+from replicator.runbook.context import Ctx as RunbookCtx
+from replicator.runbook.engine import StepFailed
 from replicator.worker.clients import admin_settings, group_id
 from replicator.worker.subscription import sync_topic_name
 
@@ -44,31 +48,13 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Ctx:
-    """What every step needs: the config (with the reverse route once known), both routes, a printer, a saver."""
+class Ctx(RunbookCtx[FailbackRun]):
+    """What every step needs (the config with the reverse route once known), and the reverse route."""
 
-    config: Config
-    route: RouteConfig
-    reverse: RouteConfig | None
-    say: Callable[[str], None]
-    save: Callable[[FailbackRun], FailbackRun]
+    reverse: RouteConfig | None = None
 
 
-@dataclass(frozen=True)
-class StepResult:
-    """The run as a step leaves it, the step's status and what it decided."""
-
-    run: FailbackRun
-    status: StepStatus
-    detail: str
-
-
-class StepFailed(MirrorFlowError):
-    """A step could not do its work; the message says what the operator does next."""
-
-
-def _acting(run: FailbackRun) -> StepStatus:
-    return StepStatus.PLANNED if run.request.dry_run else StepStatus.DONE
+StepResult = engine.StepResult[FailbackRun]
 
 
 def _props(ctx: Ctx, cluster: str) -> dict[str, str]:
@@ -110,7 +96,8 @@ def check(ctx: Ctx, run: FailbackRun) -> StepResult:
         raise StepFailed(f"route {name}: no replica of its topics is on {route.target!r}: nothing to copy back")
     on_primary = rev.partitions_of(ctx.config, route.source)
     if run.request.mode == FailbackMode.INCREMENTAL:
-        problems = [f"{t.original}: {'missing' if t.original not in on_primary else f'{on_primary[t.original]} partitions'}"
+        problems = [f"{t.original}: "
+                    f"{'missing' if t.original not in on_primary else f'{on_primary[t.original]} partitions'}"
                     f" on {route.source!r}, {t.replica} on {route.target!r} has {t.partitions}" for t in topics
                     if on_primary.get(t.original, 0) < t.partitions]
         if problems:
@@ -128,7 +115,7 @@ def check(ctx: Ctx, run: FailbackRun) -> StepResult:
     detail = (f"both clusters answer; failover run {run.failover_run_id} holds the route; {len(topics)} replica(s) "
               f"to copy back ({', '.join(_named(t) for t in topics)}); {lost} offsets of {route.source!r} never "
               f"reached {route.target!r}" + (" (dropped: --accept-loss)" if lost and run.request.accept_loss else ""))
-    return StepResult(run, _acting(run), detail)
+    return StepResult(run, acting(run), detail)
 
 
 def _named(topic: ReverseTopic) -> str:
@@ -182,7 +169,7 @@ def prepare(ctx: Ctx, run: FailbackRun) -> StepResult:
     detail = (f"the reverse route {reverse.name} starts on {len(starts)} replica partition(s) "
               f"({'; '.join(sorted(why))}): {since} offsets written on "
               f"{ctx.route.target!r} since the failover go back")
-    return StepResult(run, _acting(run), detail)
+    return StepResult(run, acting(run), detail)
 
 
 def _forget_reverse_group(ctx: Ctx, reverse: RouteConfig) -> None:
@@ -334,7 +321,7 @@ def translate(ctx: Ctx, run: FailbackRun) -> StepResult:
                                  f"on {route.source!r} before where it resumes")
     run = dataclasses.replace(run, points=tuple(points), notes=tuple(dict.fromkeys(notes)))
     exact = sum(1 for p in points if p.basis == Basis.EXACT)
-    return StepResult(run, _acting(run), f"{len(groups)} group(s), {len(points)} partition(s): {exact} exact"
+    return StepResult(run, acting(run), f"{len(groups)} group(s), {len(points)} partition(s): {exact} exact"
                       + "".join(f", {n} {b.value}" for b in (Basis.BEHIND, Basis.BEFORE_FIRST_SYNC, Basis.UNKNOWN)
                                 if (n := sum(1 for p in points if p.basis == b))))
 
@@ -352,7 +339,7 @@ def commit_offsets(ctx: Ctx, run: FailbackRun) -> StepResult:
     if failed:
         raise StepFailed(f"route {ctx.route.name}: group {failed[0].point.group} on {ctx.route.source!r}: "
                          f"{failed[0].error}")
-    return StepResult(run, _acting(run), ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no group")
+    return StepResult(run, acting(run), ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no group")
 
 
 def verify(ctx: Ctx, run: FailbackRun) -> StepResult:
@@ -398,7 +385,14 @@ def finish(ctx: Ctx, run: FailbackRun) -> StepResult:
                                             f"{run.rto_seconds:.1f} s, {run.not_copied or 0} offsets not copied")
 
 
-STEPS = {
-    "check": check, "prepare": prepare, "reverse-copy": reverse_copy, "drain": drain, "translate": translate,
-    "commit-offsets": commit_offsets, "verify": verify, "release": release, "finish": finish,
+STEPS: dict[FailbackStep, Callable[[Ctx, FailbackRun], StepResult]] = {
+    FailbackStep.CHECK: check,
+    FailbackStep.PREPARE: prepare,
+    FailbackStep.REVERSE_COPY: reverse_copy,
+    FailbackStep.DRAIN: drain,
+    FailbackStep.TRANSLATE: translate,
+    FailbackStep.COMMIT_OFFSETS: commit_offsets,
+    FailbackStep.VERIFY: verify,
+    FailbackStep.RELEASE: release,
+    FailbackStep.FINISH: finish,
 }

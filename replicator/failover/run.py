@@ -20,21 +20,15 @@ import pendulum
 from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, ConfigRef, RouteConfig, as_config
-from replicator.domain.failover import (
-    FINISHED_STEP,
-    FailoverMode,
-    FailoverRequest,
-    Step,
-    StepRecord,
-    StepStatus,
-    parse_duration,
-    parse_instant,
-)
+from replicator.domain.failover import FailoverMode, FailoverRequest, Step, parse_duration, parse_instant
 from replicator.domain.failover_run import FailoverRun, next_steps
 from replicator.domain.group_filter import requested_group_problems
-from replicator.errors import MirrorFlowError, UsageError
-from replicator.failover.steps import STEPS, Ctx, StepResult
-from replicator.kafka.admin import error_text
+from replicator.errors import UsageError
+from replicator.failover.steps import STEPS, Ctx
+from replicator.runbook import engine
+from replicator.runbook.engine import Runbook, RunFailed
+from replicator.runbook.start import start as runbook_start
+from replicator.runbook.store import SqlRunStore
 from replicator.worker.clients import admin_settings, group_id
 
 log = logging.getLogger(__name__)
@@ -42,21 +36,11 @@ log = logging.getLogger(__name__)
 Say = Callable[[str], None]
 
 
-class FailoverFailed(MirrorFlowError):
+class FailoverFailed(RunFailed):
     """A step failed; the stored run shows where (``summary`` has it) and a re-run resumes there."""
 
     def __init__(self, run: FailoverRun) -> None:
-        self.summary = summary(run)
-        step = run.stopped_at
-        record = run.step(step) if step else None
-        again = ("run the same failover again to resume it there" if not run.request.dry_run
-                 else "nothing was changed (dry run)")
-        super().__init__(f"route {run.request.route}: failover{_ref(run)} stopped at step {step}: "
-                         f"{record.error if record else '?'}\n{again}")
-
-
-def _ref(run: FailoverRun) -> str:
-    return "" if run.run_id is None else f" run {run.run_id}"
+        super().__init__("failover", run, summary(run))
 
 
 def request_of(route: str, groups: Sequence[str] | None = None, mode: str = "checkpoint", at: str | None = None,
@@ -81,72 +65,13 @@ def summary(run: FailoverRun) -> dict[str, Any]:
     return {**run.to_dict(), "next_steps": next_steps(run)}
 
 
-def _open(url: str) -> Any:
-    """The state DB (imported late: the CLI's --help and bad input never touch SQLAlchemy)."""
-    from replicator.state.store import StateStore
-
-    return StateStore(url)
-
-
-def _saver(config: Config) -> Callable[[FailoverRun], FailoverRun]:
-    def save(run: FailoverRun) -> FailoverRun:
-        if run.request.dry_run:
-            return run
-        from replicator.state.failovers import save_run
-
-        store = _open(config.state.url)
-        try:
-            return store.run(lambda session: save_run(session, run))  # type: ignore[no-any-return]
-        finally:
-            store.close()
-
-    return save
-
-
-def start(config: Config, request: FailoverRequest, restart: bool = False, say: Say = log.info) -> FailoverRun:
-    """The route's unfinished run with the same request (resumed), or a new one; checks the names first."""
-    from replicator.state.failovers import save_run, unfinished_run
+def _store(config: Config, route: RouteConfig | None = None) -> SqlRunStore[FailoverRun]:
+    """The failover runs in the state DB (a new run registers ``route`` with it)."""
+    from replicator.state import failovers
     from replicator.state.repository import register_routes
 
-    route = config.route(request.route)
-    store = _open(config.state.url)
-    try:
-        with store.session() as session:
-            unfinished = unfinished_run(session, route.name)
-        if unfinished is not None and not request.dry_run:
-            if not restart and unfinished.request.same_work(request):
-                say(f"resuming failover run {unfinished.run_id} of route {route.name} "
-                    f"(stopped at {unfinished.stopped_at})")
-                return unfinished
-            if not restart:
-                raise UsageError(_other_run(unfinished))
-        notes = _check_groups(config, route, request)
-        run = FailoverRun.new(request, route.source, route.target, group_id(route), pendulum.now("UTC"))
-        if unfinished is not None and request.dry_run:
-            notes.append(f"failover run {unfinished.run_id} is unfinished (stopped at {unfinished.stopped_at}): "
-                         "a real run with its options resumes it")
-        run = _with_notes(run, notes)
-        if request.dry_run:
-            return run
-        with store.session() as session:
-            if unfinished is not None:  # --restart
-                save_run(session, _abandoned(unfinished))
-                say(f"failover run {unfinished.run_id} abandoned (--restart)")
-            register_routes(session, [route])
-            run = save_run(session, run)
-        say(f"failover run {run.run_id} of route {route.name}: {route.source} -> {route.target}, mode "
-            f"{request.mode.value}")
-        return run
-    finally:
-        store.close()
-
-
-def _with_notes(run: FailoverRun, notes: list[str]) -> FailoverRun:
-    return replace(run, notes=tuple(notes))
-
-
-def _abandoned(run: FailoverRun) -> FailoverRun:
-    return replace(run, abandoned_at=pendulum.now("UTC"))
+    on_begin = None if route is None else (lambda session: register_routes(session, [route]))
+    return SqlRunStore(config.state.url, failovers.save_run, failovers.unfinished_run, failovers.load_run, on_begin)
 
 
 def _other_run(run: FailoverRun) -> str:
@@ -159,15 +84,39 @@ def _other_run(run: FailoverRun) -> str:
             "again with those to resume it, or add --restart to abandon it and start anew")
 
 
+def _started(run: FailoverRun) -> str:
+    return (f"failover run {run.run_id} of route {run.request.route}: {run.source} -> {run.target}, mode "
+            f"{run.request.mode.value}")
+
+
+FAILOVER: Runbook[FailoverRun, Ctx] = Runbook("failover", STEPS, FailoverFailed, _other_run, _started)
+
+
+def start(config: Config, request: FailoverRequest, restart: bool = False, say: Say = log.info) -> FailoverRun:
+    """The route's unfinished run with the same request (resumed), or a new one; checks the names first."""
+    route = config.route(request.route)
+
+    def fresh(unfinished: FailoverRun | None) -> FailoverRun:
+        notes = _check_groups(config, route, request)
+        if unfinished is not None and request.dry_run:
+            notes.append(f"failover run {unfinished.run_id} is unfinished (stopped at {unfinished.stopped_at}): "
+                         "a real run with its options resumes it")
+        run = FailoverRun.new(request, route.source, route.target, group_id(route), pendulum.now("UTC"))
+        return replace(run, notes=tuple(notes))
+
+    return runbook_start(FAILOVER, _store(config, route), request, restart, fresh, say)
+
+
 def _check_groups(config: Config, route: RouteConfig, request: FailoverRequest) -> list[str]:
     """UsageError for a group named that cannot be found; notes for those that cannot be checked."""
     from replicator.checkpoints.groups import list_groups
     from replicator.failover.source import unreachable
     from replicator.state.checkpoints import checkpoints
+    from replicator.state.store import StateStore
 
     if not request.groups:
         return []
-    store = _open(config.state.url)
+    store = StateStore(config.state.url)
     try:
         with store.session() as session:
             stored = {c.group for c, _ in checkpoints(session, route.name)}
@@ -176,7 +125,8 @@ def _check_groups(config: Config, route: RouteConfig, request: FailoverRequest) 
     missing = [g for g in request.groups if g not in stored]
     if not missing:
         return []
-    on_source, on_target = f"route {route.name}: source {route.source!r}", f"route {route.name}: target {route.target!r}"
+    on_source = f"route {route.name}: source {route.source!r}"
+    on_target = f"route {route.name}: target {route.target!r}"
     why_not = unreachable(config, route.source)
     if request.mode == FailoverMode.CHECKPOINT:
         if why_not:
@@ -202,46 +152,16 @@ def _check_groups(config: Config, route: RouteConfig, request: FailoverRequest) 
 
 def run_step(config: Config, run: FailoverRun, step: Step, say: Say = log.info) -> FailoverRun:
     """Run ``step`` of ``run`` unless it is finished; store the run; FailoverFailed when the step failed."""
-    number = list(Step).index(step) + 1
-    label = f"[{number}/{len(Step)}] {step.value}"
-    record = run.step(step)
-    if record.status in FINISHED_STEP:
-        say(f"{label}: {record.status.value} already: {record.detail}")
-        return run
-    waiting = [s.step.value for s in run.steps[: number - 1] if s.status not in (*FINISHED_STEP, StepStatus.PLANNED)]
-    if waiting:
-        raise UsageError(f"route {run.request.route}: failover{_ref(run)}: step {step.value} comes after "
-                         f"{', '.join(waiting)}, not done yet")
-    route, store = config.route(run.request.route), _saver(config)
-    latest = [run]  # what the step stored last (a hold it recorded must survive its failure)
-
-    def save(changed: FailoverRun) -> FailoverRun:
-        latest[0] = store(changed)
-        return latest[0]
-
-    ctx = Ctx(config, route, say, save)
-    started, cause = pendulum.now("UTC"), None
-    try:
-        result = STEPS[step](ctx, run)
-    except Exception as exc:  # noqa: BLE001 - recorded in the run, then raised as FailoverFailed
-        result, cause = StepResult(latest[0], StepStatus.FAILED, record.detail or "", error_text(exc)), exc
-    run = ctx.save(result.run.with_step(StepRecord(step, result.status, result.detail, result.error, started,
-                                                   pendulum.now("UTC"))))
-    say(f"{label}: {result.status.value}" + (f": {result.detail}" if result.detail else "")
-        + (f"\n  error: {result.error}" if result.error else ""))
-    if result.status == StepStatus.FAILED:
-        raise FailoverFailed(run) from cause
-    return run
+    route = config.route(run.request.route)
+    return engine.run_step(FAILOVER, run, step, lambda save: Ctx(config, route, say, save), _store(config).save, say)
 
 
 def failover_route(config: ConfigRef, request: FailoverRequest, restart: bool = False,
                    say: Say = log.info) -> FailoverRun:
     """Start (or resume) a failover and run every step; FailoverFailed at the first that fails."""
     loaded = as_config(config)
-    run = start(loaded, request, restart, say)
-    for step in Step:
-        run = run_step(loaded, run, step, say)
-    return run
+    return engine.run_all(FAILOVER, start(loaded, request, restart, say),
+                          lambda run, step: run_step(loaded, run, step, say))
 
 
 def start_run(config: ConfigRef, route: str, groups: Sequence[str] | None = None, mode: str = "checkpoint",
@@ -257,14 +177,7 @@ def step_of_run(config: ConfigRef, step: str, run: dict[str, Any]) -> dict[str, 
     loaded = as_config(config)
     current = FailoverRun.from_dict(run)
     if current.run_id is not None:
-        from replicator.state.failovers import load_run
-
-        store = _open(loaded.state.url)
-        try:
-            with store.session() as session:
-                current = load_run(session, current.run_id)
-        finally:
-            store.close()
+        current = _store(loaded).load(current.run_id)
     return summary(run_step(loaded, current, Step(step)))
 
 

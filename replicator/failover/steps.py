@@ -1,4 +1,4 @@
-"""One function per failover step: ``(ctx, run) -> StepResult``; :mod:`replicator.failover.run` runs them.
+"""One function per failover step: ``(ctx, run) -> StepResult``; :mod:`replicator.runbook.engine` runs them.
 
 A step decides from the run (what earlier steps found) and the clusters now, and
 returns the run with what it learned, its status and a readable detail. In a dry
@@ -13,47 +13,25 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import pendulum
 
-from replicator.config import Config, RouteConfig
 from replicator.domain.failover import DrainState, FailoverMode, Step, StepStatus, drain_decision, plan_steps
 from replicator.domain.failover_run import FailoverRun, PartitionLag, rpo_from_points, rpo_measured
 from replicator.domain.resume_point import Basis, verify_commits
+from replicator.domain.runbook import acting
 from replicator.domain.target_group import TargetOutcome
-from replicator.errors import ClusterError, MirrorFlowError
+from replicator.errors import ClusterError
 from replicator.failover import commits, points, source
+from replicator.runbook import engine
+from replicator.runbook.context import Ctx as RunbookCtx
+from replicator.runbook.engine import StepFailed
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Ctx:
-    """What every step needs: the config, the route, a progress printer and the run's saver."""
-
-    config: Config
-    route: RouteConfig
-    say: Callable[[str], None]
-    save: Callable[[FailoverRun], FailoverRun]  # stores the run (a dry run: returns it as it is)
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """The run as a step leaves it, the step's status, what it decided, and why it failed."""
-
-    run: FailoverRun
-    status: StepStatus
-    detail: str
-    error: str | None = None
-
-
-class StepFailed(MirrorFlowError):
-    """A step could not do its work; the message says what the operator does next."""
-
-
-def _acting(run: FailoverRun) -> StepStatus:
-    return StepStatus.PLANNED if run.request.dry_run else StepStatus.DONE
+Ctx = RunbookCtx[FailoverRun]
+StepResult = engine.StepResult[FailoverRun]
 
 
 def _plan(ctx: Ctx, run: FailoverRun, step: Step) -> tuple[StepStatus, str]:
@@ -70,7 +48,7 @@ def check_source(ctx: Ctx, run: FailoverRun) -> StepResult:
     why_not = source.unreachable(ctx.config, ctx.route.source)
     run = dataclasses.replace(run, source_reachable=why_not is None)
     detail = _plan(ctx, run, Step.CHECK_SOURCE)[1] + (f" ({why_not}): going on without it" if why_not else "")
-    return StepResult(run, _acting(run), detail)
+    return StepResult(run, acting(run), detail)
 
 
 def drain(ctx: Ctx, run: FailoverRun) -> StepResult:
@@ -118,7 +96,7 @@ def _source_lost(ctx: Ctx, run: FailoverRun, exc: ClusterError, when: str) -> St
     if source.unreachable(ctx.config, ctx.route.source) is None:
         raise exc
     run = dataclasses.replace(run, source_reachable=False)
-    return StepResult(run, _acting(run), f"source {ctx.route.source!r} became unreachable {when}: going on")
+    return StepResult(run, acting(run), f"source {ctx.route.source!r} became unreachable {when}: going on")
 
 
 def stop_route(ctx: Ctx, run: FailoverRun) -> StepResult:
@@ -157,12 +135,12 @@ def final_checkpoint(ctx: Ctx, run: FailoverRun) -> StepResult:
     if request.mode == FailoverMode.TIMESTAMP:
         assert request.resume_instant is not None and request.groups  # FailoverRequest.problems() checked
         found = points.by_timestamp(ctx.config, ctx.route, request.groups, request.resume_instant)
-        status = _acting(run)
+        status = acting(run)
     elif run.source_reachable:
         try:
             found, more = points.final_checkpoint(ctx.config, ctx.route, request.groups, request.dry_run)
             notes += more
-            status = _acting(run)
+            status = acting(run)
             detail = "final checkpoint taken" if status == StepStatus.DONE else detail
         except ClusterError as exc:
             lost = _source_lost(ctx, run, exc, f"during the final checkpoint ({exc})")
@@ -199,7 +177,7 @@ def commit_offsets(ctx: Ctx, run: FailoverRun) -> StepResult:
     failed = [f"group {c.point.group}: {c.error}" for c in done if c.outcome == TargetOutcome.FAILED]
     if failed:
         return StepResult(run, StepStatus.FAILED, detail, "\n".join(dict.fromkeys(failed)))
-    return StepResult(run, _acting(run), detail)
+    return StepResult(run, acting(run), detail)
 
 
 def verify(ctx: Ctx, run: FailoverRun) -> StepResult:

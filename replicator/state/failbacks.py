@@ -12,19 +12,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from replicator.domain.failback import FailbackRun, FailbackStatus, run_from_dict
-from replicator.errors import UsageError
 from replicator.state.models import FailbackRunRow
+from replicator.state.run_rows import row_to_save, stored_row
 
 
 def save_run(session: Session, run: FailbackRun) -> FailbackRun:
     """Insert or update ``run`` (never a dry run); returns it with its ``run_id``."""
-    if run.request.dry_run:
-        raise ValueError("a dry run is never stored")
-    row = FailbackRunRow() if run.run_id is None else session.get(FailbackRunRow, run.run_id)
-    if row is None:
-        raise UsageError(f"failback run {run.run_id} is not in the state database")
-    if run.run_id is None:
-        session.add(row)
+    row = row_to_save(session, FailbackRunRow, run, "failback")
     row.route, row.mode = run.request.route, run.request.mode.value
     row.primary_cluster, row.backup_cluster = run.primary, run.backup
     row.status, row.stopped_at_step = run.status.value, None if run.stopped_at is None else run.stopped_at.value
@@ -43,10 +37,7 @@ def save_run(session: Session, run: FailbackRun) -> FailbackRun:
 
 def load_run(session: Session, run_id: int) -> FailbackRun:
     """The stored run ``run_id``; UsageError when there is none."""
-    row = session.get(FailbackRunRow, run_id)
-    if row is None:
-        raise UsageError(f"failback run {run_id} is not in the state database")
-    return run_from_dict(json.loads(row.run_json))
+    return run_from_dict(json.loads(stored_row(session, FailbackRunRow, run_id, "failback").run_json))
 
 
 def unfinished_run(session: Session, route: str) -> FailbackRun | None:

@@ -19,8 +19,8 @@ from replicator.domain.failover import FailoverMode, FailoverRequest, Step, Step
 from replicator.domain.failover_run import FailoverRun, PartitionLag, Rpo, RpoBasis, RunStatus
 from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
 from replicator.domain.target_group import TargetOutcome
-from replicator.errors import UsageError
 from replicator.state.models import FailoverOffsetRow, FailoverRunRow, FailoverStepRow
+from replicator.state.run_rows import row_to_save, stored_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,13 +36,7 @@ class RouteHold:
 
 def save_run(session: Session, run: FailoverRun) -> FailoverRun:
     """Insert or update ``run`` (never a dry run); returns it with its ``run_id``."""
-    if run.request.dry_run:
-        raise ValueError("a dry run is never stored")
-    row = FailoverRunRow() if run.run_id is None else session.get(FailoverRunRow, run.run_id)
-    if row is None:
-        raise UsageError(f"failover run {run.run_id} is not in the state database")
-    if run.run_id is None:
-        session.add(row)
+    row = row_to_save(session, FailoverRunRow, run, "failover")
     req = run.request
     row.route, row.source_cluster, row.target_cluster, row.route_group = req.route, run.source, run.target, \
         run.route_group
@@ -67,7 +61,7 @@ def save_run(session: Session, run: FailoverRun) -> FailoverRun:
     return replace(run, run_id=row.id)
 
 
-def _save_steps(row: FailoverRunRow, steps: tuple[StepRecord, ...]) -> None:
+def _save_steps(row: FailoverRunRow, steps: tuple[StepRecord[Step], ...]) -> None:
     # Updated in place: replacing the rows would insert before deleting, against the unique key.
     existing = {s.step: s for s in row.steps}
     for position, record in enumerate(steps):
@@ -100,10 +94,7 @@ def _save_offsets(row: FailoverRunRow, commits: tuple[GroupCommit, ...], planned
 
 def load_run(session: Session, run_id: int) -> FailoverRun:
     """The stored run ``run_id``; UsageError when there is none."""
-    row = session.get(FailoverRunRow, run_id)
-    if row is None:
-        raise UsageError(f"failover run {run_id} is not in the state database")
-    return _to_domain(row)
+    return _to_domain(stored_row(session, FailoverRunRow, run_id, "failover"))
 
 
 def unfinished_run(session: Session, route: str) -> FailoverRun | None:

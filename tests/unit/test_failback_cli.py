@@ -70,3 +70,11 @@ def test_the_run_is_rendered_as_a_table_of_groups_then_what_to_do() -> None:
     assert text.startswith("failback run 4 of route r (incremental): b -> a: done")
     assert "committed 17" in text and "kept: active members" in text and "note: group app x-0" in text
     assert "Group busy: it has active members on 'a'" in text and "`mirrorflow run --route r`" in text
+
+
+def test_failback_offers_restart_like_failover(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["failback", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "abandon the route's unfinished failback run and start a new one" in help_text
+    assert build_parser().parse_args(["failback", "--route", "r", "--restart"]).restart is True

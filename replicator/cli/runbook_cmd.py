@@ -1,0 +1,48 @@
+"""What the runbook commands (``failover``, ``failback``) share: progress lines, the run printed or as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from replicator.cli.output import as_json, say
+
+
+def run_and_print(args: argparse.Namespace, run: Callable[[Callable[[str], None]], Any],
+                  summary: Callable[[Any], dict[str, Any]], render: Callable[[Any], str]) -> int:
+    """``run(progress)``, then the run rendered (``--json``: as JSON, progress on stderr); 0 when it is done.
+
+    A failed step raises the runbook's error after its run was printed as JSON (with ``--json``).
+    """
+    from replicator.runbook.engine import RunFailed
+
+    try:
+        done = run(to_stderr if args.json else say)
+    except RunFailed as exc:
+        if args.json:
+            print(as_json(exc.summary))
+        raise
+    print(as_json(summary(done)) if args.json else render(done))
+    return 0
+
+
+def to_stderr(line: str) -> None:
+    """A progress line on stderr (stdout holds the JSON)."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def outcome(commit: Any) -> str:
+    """What became of one group's commit (``commit`` is a GroupCommit), in a few words."""
+    target = commit.point.target_offset
+    return {
+        "planned": f"to commit {target}",
+        "written": f"committed {target}",
+        "failed": f"failed: {commit.error}",
+        "up-to-date": "already there",
+        "target-ahead": f"kept: ahead at {commit.current}",
+        "active-members": "kept: active members",
+        "untranslated": "-",
+    }[commit.outcome.value]
