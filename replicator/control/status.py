@@ -88,4 +88,4 @@ def _committed(config: Config, route: RouteConfig, partitions: list[TopicPartiti
 def _stored_at(metadata: str | None) -> dt.datetime | None:
     """The workers put the store time (epoch ms) in the commit metadata."""
     millis = decode_note(metadata).stored_at_ms
-    return None if millis is None else dt.datetime.fromtimestamp(millis / 1000, tz=dt.timezone.utc)
+    return None if millis is None else dt.datetime.fromtimestamp(millis / 1000, tz=dt.UTC)
