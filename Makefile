@@ -18,7 +18,7 @@ TOXIPROXY_STAMP := .cache/bin/.toxiproxy-$(TOXIPROXY_VERSION)
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup venv jars browser toxiproxy demo test chaos down clean
+.PHONY: setup venv jars browser toxiproxy demo test check chaos down clean
 
 setup: venv jars
 
@@ -66,6 +66,12 @@ demo: setup
 
 test: setup browser toxiproxy
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Lint and types (the pinned ruff and mypy of the dev extras): ruff over the whole tree,
+# mypy strict over replicator/ (both configured in pyproject.toml). Needs no cluster.
+check: venv
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 # The long fault run (100 faults, ~1 hour); e.g. make chaos CHAOS_ARGS="--cycles 40 --seed 3"
 chaos: setup toxiproxy

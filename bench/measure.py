@@ -215,7 +215,8 @@ def measure_latency(env: Env, peer: Child, label: str, source_topic: str, target
         if m:
             result.update(producer_rate=float(m[1]), producer_ack_p50_ms=int(m[2]), producer_ack_p99_ms=int(m[3]))
     progress(f"  {label}: latency p50 {result['p50_ms']:.0f} ms, p99 {result['p99_ms']:.0f} ms "
-             f"(after the first {WARMUP_S} s: p50 {result['steady_p50_ms'] or 0:.0f}, p99 {result['steady_p99_ms'] or 0:.0f}), "
+             f"(after the first {WARMUP_S} s: p50 {result['steady_p50_ms'] or 0:.0f}, "
+             f"p99 {result['steady_p99_ms'] or 0:.0f}), "
              f"p99.9 {result['p999_ms']:.0f} ms, max {result['max_ms']:.0f} ms; p50 per second: {trend}; "
              f"the producer reached {result.get('producer_rate', 0):,.0f} rec/s, its own send->ack "
              f"p50 {result.get('producer_ack_p50_ms')} ms p99 {result.get('producer_ack_p99_ms')} ms")

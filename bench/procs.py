@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import ClassVar
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -42,7 +43,7 @@ def cpu_seconds(pid: int) -> float | None:
 class Child:
     """A child process with its output in a log file; stopped on the way out, always."""
 
-    running: list[Child] = []
+    running: ClassVar[list[Child]] = []
 
     def __init__(self, name: str, args: list[str], log: Path, cwd: Path | None = None) -> None:
         self.name, self.log = name, log

@@ -149,10 +149,12 @@ def table(results: list[dict[str, Any]]) -> str:
                      f"{_ratio(mfc.get('startup_s'), mmc.get('startup_s')):>12}"
                      f"{_ratio(mfc.get('copy_s'), mmc.get('copy_s')):>9}"
                      f"{_ratio(mfc.get('cpu_s_per_gib'), mmc.get('cpu_s_per_gib')):>11}"
-                     f"{_ratio(mfl.get('p50_ms'), mml.get('p50_ms')):>9}{_ratio(mfl.get('p99_ms'), mml.get('p99_ms')):>9}"
+                     f"{_ratio(mfl.get('p50_ms'), mml.get('p50_ms')):>9}"
+                     f"{_ratio(mfl.get('p99_ms'), mml.get('p99_ms')):>9}"
                      f"{_ratio(mfl.get('steady_p99_ms'), mml.get('steady_p99_ms')):>11}")
         if mfl.get("rate"):
-            lines.append(f"(latency at {mfl['rate']:,} rec/s = {res.get('latency_fraction', 0.5)} x MirrorFlow's copy rate, at most that x the raw "
+            lines.append(f"(latency at {mfl['rate']:,} rec/s = {res.get('latency_fraction', 0.5)} x MirrorFlow's "
+                         f"copy rate, at most that x the raw "
                          f"producer's; source-side send->ack p50/p99 during it: MF run "
                          f"{mfl.get('producer_ack_p50_ms')}/{mfl.get('producer_ack_p99_ms')} ms, MM2 run "
                          f"{mml.get('producer_ack_p50_ms')}/{mml.get('producer_ack_p99_ms')} ms;\n "

@@ -49,7 +49,7 @@ def mirrorflow_metadata_sync() -> None:
     def apply(report: dict[str, object], params: dict[str, object] | None = None) -> dict[str, object]:
         from replicator.sync.run import sync_metadata
 
-        if (params or {}).get("dry_run") or not report["actions"] and not report["unreadable"]:
+        if (params or {}).get("dry_run") or (not report["actions"] and not report["unreadable"]):
             return {**report, "applied": False}
         return {**sync_metadata(None, str(report["route"])), "applied": True}
 

@@ -24,7 +24,12 @@ Kafka connector jars come from `.cache/jars/spark`.
 **Catch-up**: off (`catchup=False`), so a fresh install does not queue an audit for
 every hour since `start_date`. The window comes from the data interval alone, so
 past hours are audited by a backfill:
-`airflow backfill create --dag-id mirrorflow_replication_audit --from-date 2026-11-01T00:00:00Z --to-date 2026-11-02T00:00:00Z`.
+
+```
+airflow backfill create --dag-id mirrorflow_replication_audit \\
+    --from-date 2026-11-01T00:00:00Z --to-date 2026-11-02T00:00:00Z
+```
+
 Trigger by hand with `route` to audit one route (a manual run covers the last
 complete hour). Without Airflow: `mirrorflow audit --route R --from T1 --to T2`.
 Spec and result files: `$MIRRORFLOW_WORK_DIR` (default `runs/` next to the config).

@@ -62,7 +62,7 @@ def _properties(raw: Any, where: str) -> dict[str, str]:
         raise KeyProblem(where, f"must be a mapping of client properties, got {type(raw).__name__}")
     out: dict[str, str] = {}
     for key, value in raw.items():
-        if not isinstance(value, Scalar):  # type: ignore[arg-type, misc]
+        if not isinstance(value, Scalar):
             raise KeyProblem(f"{where}.{key}", "must be a string, number or boolean")
         out[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
     return out

@@ -7,7 +7,9 @@ UDF), so executors need nothing of MirrorFlow. The digest is the one of
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from functools import reduce
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -85,10 +87,9 @@ def without_ranges(marks_frame: DataFrame, ranges: tuple[tuple[int, int, int], .
     """``marks_frame`` less the records at source offsets ``[start, end)`` of each ``(partition, start, end)``."""
     if not ranges:
         return marks_frame
-    inside = None
-    for partition, start, end in ranges:
-        one = (F.col("partition") == partition) & (F.col("offset") >= start) & (F.col("offset") < end)
-        inside = one if inside is None else inside | one
+    clauses = [(F.col("partition") == partition) & (F.col("offset") >= start) & (F.col("offset") < end)
+               for partition, start, end in ranges]
+    inside = reduce(operator.or_, clauses)
     return marks_frame.where(~inside)
 
 

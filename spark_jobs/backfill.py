@@ -23,9 +23,9 @@ import argparse
 import json
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):  # spark-submit spark_jobs/backfill.py: the spark_jobs package sits one up
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -38,9 +38,16 @@ from spark_jobs.audit_frames import CopyRules, as_copied
 from spark_jobs.backfill_check import check
 from spark_jobs.kafka_options import spark_kafka_options
 
+if TYPE_CHECKING:
+    from pyspark import RDD
+
 _READ = {"includeHeaders": "true", "kafka.isolation.level": "read_committed", "failOnDataLoss": "true"}
 # No loss, no duplicate from a producer retry, order kept per partition.
 _PRODUCE = {"acks": "all", "enable.idempotence": "true", "linger.ms": "20", "compression.type": "lz4"}
+
+# What a Spark task reports per partition it wrote: (partition, records, first and last
+# timestamp, first and last target offset).
+Written = tuple[int, int, int, int, int, int]
 
 
 def read_ranges(spark: SparkSession, options: Mapping[str, str], spec: BackfillSpec) -> DataFrame:
@@ -56,13 +63,13 @@ def read_ranges(spark: SparkSession, options: Mapping[str, str], spec: BackfillS
 
 
 def writer(topic: str, producer_properties: Mapping[str, str],
-           done: Any = None) -> Callable[[Iterator[Any]], Iterator[tuple]]:
+           done: Any = None) -> Callable[[Iterable[Any]], Iterator[Written]]:
     """A function of a Spark partition's rows that produces them and yields (partition, count, first
     and last timestamp, first and last target offset);
     ``done``: an accumulator of the records written (Spark merges it as each task ends)."""
     settings = {**producer_properties, **_PRODUCE}
 
-    def write(rows: Iterator[Any]) -> Iterator[tuple]:
+    def write(rows: Iterable[Any]) -> Iterator[Written]:
         from confluent_kafka import KafkaException, Producer
 
         failures: list[str] = []
@@ -76,9 +83,11 @@ def writer(topic: str, producer_properties: Mapping[str, str],
             low, high = landed.get(msg.partition(), (msg.offset(), msg.offset()))
             landed[msg.partition()] = (min(low, msg.offset()), max(high, msg.offset()))
 
-        producer, stats = Producer(settings), {}
+        producer = Producer(settings)
+        stats: dict[int, tuple[int, int, int]] = {}  # partition -> (records, first, last timestamp)
         for row in rows:
-            headers = [(h["key"], None if h["value"] is None else bytes(h["value"])) for h in row["headers"] or ()]
+            headers: list[tuple[str, str | bytes | None]] = [
+                (h["key"], None if h["value"] is None else bytes(h["value"])) for h in row["headers"] or ()]
             producer.produce(topic, value=None if row["value"] is None else bytes(row["value"]),
                              key=None if row["key"] is None else bytes(row["key"]), partition=row["partition"],
                              timestamp=row["timestamp_ms"], headers=headers or None, on_delivery=delivered)
@@ -126,7 +135,7 @@ def backfill(spark: SparkSession, spec: BackfillSpec, properties: tuple[Mapping[
             "ui_url": ui, "total": spec.total}
 
 
-def _with_progress(tasks: Any, written: Any, total: int, say: Callable[[str], None]) -> list[tuple]:
+def _with_progress(tasks: RDD[Written], written: Any, total: int, say: Callable[[str], None]) -> list[Written]:
     """Collect ``tasks``, saying every 5 s how many records the finished tasks wrote."""
     done = threading.Event()
 

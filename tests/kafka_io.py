@@ -124,7 +124,7 @@ def recreate_topic(bootstrap: str, topic: str, partitions: int) -> None:
         try:
             if create_topics(bootstrap, {topic: partitions}) == [topic]:
                 return
-        except Exception:  # noqa: BLE001 - "marked for deletion" while the old one goes
+        except Exception:  # "marked for deletion" while the old one goes
             if time.monotonic() > deadline:
                 raise
         time.sleep(0.5)

@@ -98,7 +98,8 @@ def table(outcomes: Sequence[FaultOutcome]) -> str:
                       str(row["no_flow"]), str(row["unsettled"]), str(row["exits"]),
                       "yes" if row["traceback"] else "no"))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    out = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths)))
+    out = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
+                     for i, (cell, w) in enumerate(zip(line, widths, strict=True)))
            for line in lines]
     out.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(out)

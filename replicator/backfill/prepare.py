@@ -73,7 +73,7 @@ def _by_time(consumer: Consumer, topic: str, partitions: int, times: tuple[int, 
              for ms in times]
     for first, last in zip(*found, strict=True):
         out[first.partition] = (first.offset, None if last.offset < 0 else last.offset)
-    for p, (start, end) in out.items():
+    for p, (start, _end) in out.items():
         if start < 0:  # nothing at or after the start time: an empty range at the end
             high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
             out[p] = (high, high)

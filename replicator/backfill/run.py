@@ -154,7 +154,8 @@ def _copy(session: SparkSession, spec: BackfillSpec, cfg: Config, say: Callable[
         return backfill(session, spec, properties, say)
     except (Py4JError, PySparkException) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BackfillJobError(f"route {spec.route}: the backfill's Spark job failed on {spec.topic}: {first}") from None
+        raise BackfillJobError(
+            f"route {spec.route}: the backfill's Spark job failed on {spec.topic}: {first}") from None
 
 
 def prepare_backfill_spec(config: str | os.PathLike[str], route: str, topic: str, spec_path: str | os.PathLike[str],

@@ -25,8 +25,8 @@ from replicator.cli.common import add_home_arg, dev_ports
 from replicator.cli.output import as_json, say, table
 from replicator.config import CONFIG_ENV, Config, RouteConfig, load_config
 from replicator.demo import prepare_state, seed_demo_topics
-from replicator.errors import ClusterError
 from replicator.devenv import dev_config_path, dev_down, dev_status, dev_up, write_dev_config
+from replicator.errors import ClusterError
 from replicator.localcluster import ClusterStatus
 
 if TYPE_CHECKING:

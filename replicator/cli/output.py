@@ -22,7 +22,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """Rows aligned under their headers, one line each."""
     cells = [[str(h) for h in headers]] + [["-" if v is None else str(v) for v in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip() for row in cells]
     return "\n".join(lines)
 
 

@@ -11,7 +11,8 @@ from replicator.cli.output import table
 
 def register(commands: Any) -> None:
     """Add the ``topics`` command group."""
-    topics = commands.add_parser("topics", help="add or remove topics of a route (running workers follow within seconds)")
+    topics = commands.add_parser(
+        "topics", help="add or remove topics of a route (running workers follow within seconds)")
     sub = topics.add_subparsers(dest="action", metavar="ACTION", required=True)
     for action, text in (("add", "replicate TOPIC on ROUTE, even if the route's patterns do not match it"),
                          ("remove", "stop replicating TOPIC on ROUTE, even if the route's patterns match it")):

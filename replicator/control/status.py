@@ -47,7 +47,9 @@ def route_status(config: Config, route: RouteConfig, timeout: float = 15.0) -> l
         if not partitions:
             return []
         committed = _committed(config, route, partitions, timeout)
-        ends = admin.list_offsets({tp: OffsetSpec.latest() for tp in partitions}, request_timeout=timeout)
+        # confluent-kafka leaves OffsetSpec.latest() unannotated.
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        ends = admin.list_offsets({tp: latest for tp in partitions}, request_timeout=timeout)
         end_of = {(tp.topic, tp.partition): f.result(timeout).offset for tp, f in ends.items()}
     except KafkaException as exc:
         error = exc.args[0]
@@ -88,4 +90,4 @@ def _committed(config: Config, route: RouteConfig, partitions: list[TopicPartiti
 def _stored_at(metadata: str | None) -> dt.datetime | None:
     """The workers put the store time (epoch ms) in the commit metadata."""
     millis = decode_note(metadata).stored_at_ms
-    return None if millis is None else dt.datetime.fromtimestamp(millis / 1000, tz=dt.timezone.utc)
+    return None if millis is None else dt.datetime.fromtimestamp(millis / 1000, tz=dt.UTC)

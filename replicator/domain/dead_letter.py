@@ -56,7 +56,8 @@ class RefusedRecord:
     reason: str
 
 
-def dead_letter_headers(refused: RefusedRecord, original: Headers, value_kept: bool) -> list[tuple[str, bytes]]:
+def dead_letter_headers(refused: RefusedRecord, original: Headers,
+                        value_kept: bool) -> list[tuple[str, bytes | None]]:
     """The record's own headers, then ours (later headers never shadow the record's)."""
     ours = {
         "source-cluster": refused.source_cluster,

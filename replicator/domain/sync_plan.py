@@ -200,4 +200,4 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Rows aligned under their headers."""
     cells = [list(headers), *([str(v) for v in row] for row in rows)]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip() for row in cells)

@@ -21,15 +21,17 @@ class ClusterMetadata:
     topics: tuple[str, ...]
 
 
-def admin_client(bootstrap_or_properties: str | Mapping[str, str]) -> AdminClient:
-    """An AdminClient for ``host:port`` or a full librdkafka property mapping."""
+def admin_client(bootstrap_or_properties: str | Mapping[str, object]) -> AdminClient:
+    """An AdminClient for ``host:port`` or a full librdkafka property mapping (callbacks included)."""
     if isinstance(bootstrap_or_properties, str):
-        properties: dict[str, str] = {"bootstrap.servers": bootstrap_or_properties}
+        properties: dict[str, object] = {"bootstrap.servers": bootstrap_or_properties}
     else:
         properties = dict(bootstrap_or_properties)
     # Quiet: an unreachable broker is reported by us, once, not logged every second.
     properties.setdefault("log_level", "0")
-    return AdminClient(properties)
+    # confluent-kafka types AdminClient's config as scalars only, yet librdkafka takes callbacks
+    # there too (error_cb, below); its Producer and Consumer are typed Dict[str, Any].
+    return AdminClient(properties)  # type: ignore[arg-type]
 
 
 def cluster_metadata(

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from sqlalchemy import (
-    BigInteger, DateTime, ForeignKey, Index, MetaData, String, Text, UniqueConstraint, func,
-)
+from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, MetaData, String, Text, UniqueConstraint, func
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 NAMING = {

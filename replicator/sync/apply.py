@@ -65,7 +65,7 @@ def apply_plan(admin: AdminClient, plan: SyncPlan, timeout: float = 15.0,
         except Exception as exc:  # noqa: BLE001 - a request refused whole fails its actions, not the run
             results.update((a, (Outcome.FAILED, error_text(exc))) for a in batch)
             continue
-        for action, future in zip(batch, futures):
+        for action, future in zip(batch, futures, strict=True):  # one future per action
             results[action], doubt = _outcome(action, future, timeout)
             if doubt:
                 doubts[action] = doubt

@@ -200,8 +200,8 @@ def test_lost_duplicated_and_foreign_records_are_named_by_offset(spark, scenario
     finally:
         store.close()
     assert report is not None and report.status.value == "missing"
-    assert [(r.key.partition, r.status.value, str(r.missing[0]) if r.missing else None)
-            for r in report.findings()][0] == (0, "missing", str(OLD + 10))
+    assert next((r.key.partition, r.status.value, str(r.missing[0]) if r.missing else None)
+                for r in report.findings()) == (0, "missing", str(OLD + 10))
 
 
 def test_the_command_prints_findings_and_exits_1_on_loss(spark, scenario: Scenario, broken,  # type: ignore[no-untyped-def]

@@ -34,7 +34,8 @@ def _owned(output: str) -> set[str]:
     return owned
 
 
-def test_joining_worker_and_new_topic_move_only_their_partitions(primary, backup, unique_name, tmp_path, workers) -> None:  # type: ignore[no-untyped-def]
+def test_joining_worker_and_new_topic_move_only_their_partitions(  # type: ignore[no-untyped-def]
+        primary, backup, unique_name, tmp_path, workers) -> None:
     topic = f"{unique_name}-a"
     create_topics(primary.bootstrap_servers, {topic: PARTITIONS})
     config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [

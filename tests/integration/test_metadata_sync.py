@@ -283,5 +283,5 @@ def test_metadata_sync_dag_maps_an_acl(airflow_db: None, tmp_path: Path, secured
     assert run.state == "success"
     assert acls_on(target, replica) == {("TOPIC", "LITERAL", "User:erin", "READ", "ALLOW")}
     again = bag.get_dag("mirrorflow_metadata_sync").test()
-    applied = [ti for ti in again.get_task_instances() if ti.task_id == "apply"][0]
+    applied = next(ti for ti in again.get_task_instances() if ti.task_id == "apply")
     assert applied.xcom_pull(task_ids="apply", map_indexes=0)["applied"] is False

@@ -29,7 +29,7 @@ def test_topics_arrive_byte_for_byte_in_order(primary, backup, unique_name, tmp_
 
     for topic, want in expected.items():
         remote = f"primary.{topic}"
-        wait_until(lambda: total(end_offsets(backup.bootstrap_servers, remote, partitions))
+        wait_until(lambda remote=remote, want=want: total(end_offsets(backup.bootstrap_servers, remote, partitions))
                    >= sum(map(len, want.values())), 120, f"{remote} to catch up")
         assert read_all(backup.bootstrap_servers, remote, partitions) == want, topic
     code, seconds = workers[0].terminate()
@@ -58,7 +58,7 @@ def test_kill_minus_nine_loses_nothing(primary, backup, unique_name, tmp_path, w
             worker = Worker(config, log_dir=tmp_path)
             workers.append(worker)
             before = total(end_offsets(backup.bootstrap_servers, remote, partitions))
-            wait_until(lambda: total(end_offsets(backup.bootstrap_servers, remote, partitions)) > before,
+            wait_until(lambda before=before: total(end_offsets(backup.bootstrap_servers, remote, partitions)) > before,
                        60, "replication to progress")
             time.sleep(0.5)
             worker.kill()

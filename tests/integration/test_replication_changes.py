@@ -34,7 +34,8 @@ def test_topics_join_a_running_route_within_ten_seconds(primary, backup, unique_
     assert added.returncode == 0, added.stderr
     began = time.monotonic()
     for topic in (by_pattern, by_hand):
-        wait_until(lambda: total(end_offsets(backup.bootstrap_servers, f"primary.{topic}", 2)) == 100, 30, topic)
+        wait_until(lambda topic=topic: total(end_offsets(backup.bootstrap_servers, f"primary.{topic}", 2)) == 100,
+                   30, topic)
     print(f"new topics copied {time.monotonic() - began:.1f} s after they appeared")
     assert time.monotonic() - began < 10 + 5  # refresh every 5 s, plus the copy itself
     listed = _mirrorflow("topics", "list", "dyn", "--config", str(config))

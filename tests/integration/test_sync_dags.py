@@ -85,7 +85,8 @@ def test_discovery_then_metadata_sync(airflow_db, primary, backup, unique_name, 
     assert again.xcom_pull(task_ids="apply", map_indexes=0)["applied"] is False  # nothing left to do
 
 
-def test_a_failing_topic_fails_the_run_and_the_rest_syncs(airflow_db, primary, backup, unique_name, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_failing_topic_fails_the_run_and_the_rest_syncs(  # type: ignore[no-untyped-def]
+        airflow_db, primary, backup, unique_name, tmp_path, monkeypatch) -> None:
     good, bad, route = f"{unique_name}-good", f"{unique_name}-bad", f"f-{unique_name}"[:60]
     monkeypatch.setenv("MIRRORFLOW_CONFIG", str(_config(tmp_path, primary.bootstrap_servers,
                                                          backup.bootstrap_servers, f"{unique_name}-.*", route,

@@ -61,7 +61,7 @@ def test_a_second_run_over_the_same_offsets_is_refused_naming_the_first(config: 
 def test_a_failed_run_does_not_block_and_a_retried_run_keeps_one_row(config: Config) -> None:
     begin_run(config, _spec("k", (0, 0, 10)), BackfillMode.TIME, False)
     begin_run(config, _spec("k", (0, 0, 10)), BackfillMode.TIME, False)  # a retried task: same key
-    with pytest.raises(UsageError, match="are being copied by backfill run k .running"):
+    with pytest.raises(UsageError, match=r"are being copied by backfill run k .running"):
         begin_run(config, _spec("other", (0, 9, 10)), BackfillMode.TIME, False)
     failed = finish_run(config, "k", None, "the Spark job failed")
     assert failed is not None and failed.status == BackfillStatus.FAILED and failed.finished_at is not None

@@ -82,7 +82,10 @@ state: {{url: "{url}"}}
 def test_check_route_alerts_once_per_change_and_resends_what_failed(state_url: str) -> None:
     config, inbox = _config(state_url), Inbox()
     observe = Observations(0, 500, 900, 700, 50, 10)
-    run = lambda n: check_route(config, "p2b", {"dag_run": "run-1"}, [inbox], NOW + n * 60_000, observe)
+
+    def run(n: int) -> dict[str, Any]:
+        return check_route(config, "p2b", {"dag_run": "run-1"}, [inbox], NOW + n * 60_000, observe)
+
     summary = run(0)
     assert summary["checks"] == {"heartbeat": "ok", "lag": "ok", "audit": "ok"} and inbox.events == []
     assert run(1)["events"] == ["lag breach"]

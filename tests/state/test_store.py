@@ -89,7 +89,7 @@ def test_unreachable_database_is_a_state_store_error() -> None:
     with pytest.raises(StateStoreError, match="state database unreachable") as caught:
         StateStore("postgresql+psycopg://nobody:secretpw@127.0.0.1:1/none")
     assert "secretpw" not in str(caught.value)
-    with pytest.raises(StateStoreError, match="state.url"):
+    with pytest.raises(StateStoreError, match=r"state.url"):
         StateStore("not a url")
 
 

@@ -27,7 +27,8 @@ def acl(name: str, operation: str = "READ", *, kind: str = "TOPIC", pattern: str
         # a literal topic ACL moves to the replica's name
         (acl("orders"), {acl("primary.orders")}),
         (acl("orders", "DESCRIBE"), {acl("primary.orders", "DESCRIBE")}),
-        (acl("orders", "DESCRIBE_CONFIGS", host="10.0.0.1"), {acl("primary.orders", "DESCRIBE_CONFIGS", host="10.0.0.1")}),
+        (acl("orders", "DESCRIBE_CONFIGS", host="10.0.0.1"),
+         {acl("primary.orders", "DESCRIBE_CONFIGS", host="10.0.0.1")}),
         # replicas are written by the replicator only: ALLOW WRITE is dropped, ALLOW ALL becomes READ
         (acl("orders", "WRITE"), set()),
         (acl("orders", "ALL"), {acl("primary.orders", "READ")}),

@@ -126,7 +126,7 @@ def test_admin_password_joins_other_users_and_a_broken_file_is_named(tmp_path: P
         "admin": login.new_password,
     }
     spec.password_file.write_text("{not json")
-    with pytest.raises(AirflowError, match="simple_auth_manager_passwords.json.generated"):
+    with pytest.raises(AirflowError, match=r"simple_auth_manager_passwords.json.generated"):
         ensure_admin_login(spec)
 
 

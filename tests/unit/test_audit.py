@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -223,7 +224,7 @@ def test_totals_shortcut_agrees_with_the_digest_comparison(source: list[Mark], t
 def test_offset_ranges_round_trip(offsets: set[int]) -> None:
     ranges = to_ranges(offsets)
     assert {o for r in ranges for o in range(r.first, r.last + 1)} == offsets
-    assert all(b.first > a.last + 1 for a, b in zip(ranges, ranges[1:]))  # fewest ranges
+    assert all(b.first > a.last + 1 for a, b in pairwise(ranges))  # fewest ranges
     assert parse_ranges(format_ranges(ranges)) == ranges
 
 

@@ -108,8 +108,8 @@ def test_a_failed_audit_names_the_first_loss() -> None:
 
 
 def test_spec_files_that_cannot_be_read_are_named(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="audit spec .*missing.json: cannot read"):
+    with pytest.raises(UsageError, match=r"audit spec .*missing.json: cannot read"):
         AuditSpec.read(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text('{"run_key": "k"}')
-    with pytest.raises(UsageError, match="bad.json: malformed"):
+    with pytest.raises(UsageError, match=r"bad.json: malformed"):
         AuditSpec.read(tmp_path / "bad.json")

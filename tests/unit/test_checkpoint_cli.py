@@ -44,7 +44,8 @@ def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], r
     assert not (tmp_path / "s.db").exists(), "bad input must change nothing"
 
 
-def test_unreachable_source_exits_1_naming_route_and_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unreachable_source_exits_1_naming_route_and_cluster(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "m.yaml"
     config.write_text(CLUSTERS + "routes: [{name: r, source: a, target: b, topics: [x]}]\n"
                       f"state: {{url: 'sqlite:///{tmp_path / 's.db'}'}}\n")

@@ -7,7 +7,8 @@ from replicator.worker.clients import consumer_settings, producer_settings
 
 CONFIG = parse_config(
     "clusters: {a: {bootstrap.servers: 'h:1'}, b: {bootstrap.servers: 'h:2'}}\n"
-    "routes: [{name: r, source: a, target: b, topics: [t], consumer: {client.id: billing-mirror, fetch.wait.max.ms: 10},"
+    "routes: [{name: r, source: a, target: b, topics: [t],"
+    " consumer: {client.id: billing-mirror, fetch.wait.max.ms: 10},"
     " producer: {linger.ms: 20}}]\n")
 ROUTE = CONFIG.routes[0]
 

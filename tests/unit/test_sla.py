@@ -107,4 +107,5 @@ def test_alerts_alternate_and_fire_only_on_changes(runs: list[list[bool]]) -> No
         kinds = alerts[check]
         assert all(a != b for a, b in pairwise(kinds)), "two alerts of one kind in a row"
         assert kinds[:1] in ([], [EventKind.BREACH])
-        assert kinds.count(EventKind.BREACH) == sum(1 for i, b in enumerate(flags) if b and (i == 0 or not flags[i - 1]))
+        assert kinds.count(EventKind.BREACH) == sum(1 for i, b in enumerate(flags)
+                                                    if b and (i == 0 or not flags[i - 1]))

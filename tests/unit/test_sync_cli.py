@@ -30,7 +30,8 @@ def test_sync_has_help_and_is_no_longer_planned(capsys: pytest.CaptureFixture[st
 def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], routes: str, argv: list[str],
                            message: str) -> None:
     config = tmp_path / "m.yaml"
-    config.write_text("clusters: {a: {bootstrap.servers: 'h:1', sasl.password: s3cret}, b: {bootstrap.servers: 'h:2'}}\n"
+    config.write_text("clusters: {a: {bootstrap.servers: 'h:1', sasl.password: s3cret},"
+                      " b: {bootstrap.servers: 'h:2'}}\n"
                       + routes + f"state: {{url: 'sqlite:///{tmp_path / 's.db'}'}}\n")
     assert main(["sync", "--config", str(config), *argv]) == 2
     captured = capsys.readouterr()
