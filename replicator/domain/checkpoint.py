@@ -146,7 +146,7 @@ def decode_checkpoint(key: bytes, value: bytes) -> tuple[Checkpoint, int]:
     group, topic, partition = parts
     fields = load_json(value, "checkpoint value")
     if not isinstance(fields, dict):
-        raise ValueError(f"checkpoint value: expected an object, got {fields!r}")  # noqa: TRY004
+        raise ValueError(f"checkpoint value: expected an object, got {fields!r}")
     status = fields.get("status")
     if status not in {s.value for s in CheckpointStatus} or status == CheckpointStatus.UNKNOWN:
         raise ValueError(f"checkpoint value status: expected exact, behind or before-first-sync, got {status!r}")

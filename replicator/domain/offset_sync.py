@@ -275,7 +275,7 @@ def decode_sync(key: bytes, value: bytes) -> OffsetSync:
     fields = load_json(value, "offset sync value")
     if not isinstance(fields, dict):
         # ValueError, not TypeError: this is malformed input, not a caller's mistake.
-        raise ValueError(f"offset sync value: expected an object, got {fields!r}")  # noqa: TRY004
+        raise ValueError(f"offset sync value: expected an object, got {fields!r}")
     previous = fields.get("previous_source_offset")
     return OffsetSync(
         topic,

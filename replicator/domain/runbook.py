@@ -59,10 +59,12 @@ class Request(Protocol):
     """What the engine reads of a runbook's request."""
 
     @property
-    def route(self) -> str: ...
+    def route(self) -> str:
+        """The route the runbook acts on."""
 
     @property
-    def dry_run(self) -> bool: ...
+    def dry_run(self) -> bool:
+        """True when nothing may be changed or stored."""
 
     def same_work(self, other: Any) -> bool:
         """True when ``other`` asks for the same work (so it may resume this request's run)."""

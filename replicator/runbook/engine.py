@@ -120,7 +120,7 @@ def run_step(book: Runbook[R, C], run: R, step: StrEnum, context: Callable[[Save
     started, cause = now(), None
     try:
         result = book.steps[step](context(save), run)
-    except Exception as exc:  # noqa: BLE001 - recorded in the run, then raised as the runbook's error
+    except Exception as exc:  # recorded in the run, then raised as the runbook's error
         log.debug("%s step failed: step=%s", book.kind, step.value, exc_info=True)
         result, cause = StepResult(latest[0], StepStatus.FAILED, record.detail or "", error_text(exc)), exc
     run = save(result.run.with_step(StepRecord(step, result.status, result.detail, result.error, started, now())))

@@ -24,6 +24,7 @@ from replicator.domain.dead_letter import (
 from replicator.kafka.admin import create_topics
 from replicator.worker import metrics
 from replicator.worker.clients import LIBRDKAFKA_LOG, admin_settings
+from replicator.worker.records import for_producer, headers_of, key_of, offset_of
 
 log = logging.getLogger(__name__)
 
@@ -56,16 +57,17 @@ class DeadLetterWriter:
         """Set ``message`` aside (it does not fit the target topic's ``limit``); acknowledged on return."""
         if self._producer is None:
             self._producer = self._open()
-        key, value, headers = message.key(), message.value(), message.headers()
+        key, value, headers = message.key(), message.value(), headers_of(message)
         size = record_size(key, value, headers)
         _, timestamp = message.timestamp()
-        refused = RefusedRecord(self.route.source, message.topic(), message.partition(), message.offset(),
+        topic, partition = key_of(message)
+        refused = RefusedRecord(self.route.source, topic, partition, offset_of(message),
                                 timestamp if timestamp > 0 else None, size,
                                 f"record of {size} bytes larger than the target topic accepts ({limit} bytes)")
         kept = size <= TOPIC_LIMIT
         outcome: list[KafkaError | None] = []
         self._producer.produce(self.topic, value if kept else None, key,
-                               headers=dead_letter_headers(refused, headers, kept),
+                               headers=for_producer(dead_letter_headers(refused, headers, kept)),
                                on_delivery=lambda error, _msg: outcome.append(error))
         deadline = time.monotonic() + ACK_TIMEOUT_S
         while not outcome and time.monotonic() < deadline:

@@ -58,6 +58,7 @@ from replicator.worker.dead_letter import DeadLetterError, DeadLetterWriter
 from replicator.worker.group_member import GroupMember
 from replicator.worker.inflight import InFlight
 from replicator.worker.links import Links
+from replicator.worker.records import error_of, for_producer, headers_of, key_of, offset_of
 from replicator.worker.refusals import describe_refusal
 from replicator.worker.stall import LoopWatch, ProducerWatch, discard
 from replicator.worker.subscription import REFRESH_SECONDS, Subscription
@@ -274,7 +275,7 @@ class RouteWorker(GroupMember):
             message = self.backlog[0]
             if message.error() is not None:
                 self._on_consume_error(message)
-            elif self.inflight.owns((message.topic(), message.partition())) and not self._send(message):
+            elif self.inflight.owns(key_of(message)) and not self._send(message):
                 self._pause(True)
                 return
             self.backlog.popleft()
@@ -283,14 +284,14 @@ class RouteWorker(GroupMember):
 
     def _send(self, message: Message) -> bool:
         """Produce one record to the same partition of its target topic; False when the queue is full."""
-        headers = message.headers()
+        headers = headers_of(message)
         if headers is not None and self.loop_check and should_skip(headers, self.route.target):
             return True  # it came from our target: copying it back would loop
         if not self.loop_check:
             headers = without_origin(headers, self.route.target)
         elif self.add_origin:
             headers = with_origin(headers, self.route.source)
-        topic, partition = message.topic(), message.partition()
+        topic, partition = key_of(message)
         if self.dead_letters is not None and self._set_aside(message, topic, headers):
             return True
         kind, timestamp = message.timestamp()
@@ -298,7 +299,7 @@ class RouteWorker(GroupMember):
         try:
             self._producer.produce(  # type: ignore[union-attr]
                 target, message.value(), message.key(),
-                partition=partition, timestamp=timestamp if kind else 0, headers=headers,
+                partition=partition, timestamp=timestamp if kind else 0, headers=for_producer(headers),
             )
         except BufferError:
             return False
@@ -308,7 +309,7 @@ class RouteWorker(GroupMember):
                 return False  # kept, in order, until the target has the partition
             self._refuse(message, exc.args[0].str())  # refused before it left: too large for the producer
             return True
-        self.inflight.produced((topic, partition), message.offset(), target if target in self.merged else None)
+        self.inflight.produced((topic, partition), offset_of(message), target if target in self.merged else None)
         return True
 
     def _target_not_ready(self, target: str, partition: int) -> None:
@@ -342,9 +343,9 @@ class RouteWorker(GroupMember):
 
     def _refuse(self, message: Message, reason: str) -> None:
         """Stop the route at this record: nothing from its offset on is committed."""
-        key = (message.topic(), message.partition())
+        key = key_of(message)
         if self.inflight.owns(key):
-            self.inflight.ledgers[key].block(message.offset())
+            self.inflight.ledgers[key].block(offset_of(message))
         metrics.ERRORS.labels(self.route.name, "refused").inc()
         if self.failure is None:
             self.failure = f"the record of {key[0]}[{key[1]}] at source offset {message.offset()}: {reason}"
@@ -396,13 +397,12 @@ class RouteWorker(GroupMember):
     @shielded("delivery report")
     def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
         self.producer_watch.reported()
-        topic = message.topic()
+        topic, partition = key_of(message)
         if topic == self.subscription.sync_topic:
             self._on_sync_delivery(error, message)
             return
-        source_topic = self.inflight.source_topic(topic, message.partition(), self.subscription.source_of,
-                                                  self.merged)
-        key = (source_topic or "", message.partition())
+        source_topic = self.inflight.source_topic(topic, partition, self.subscription.source_of, self.merged)
+        key = (source_topic or "", partition)
         ledger, live = self.inflight.ledger_of_report(key)
         if ledger is None or not len(ledger):
             metrics.ERRORS.labels(self.route.name, "unmatched_report").inc()
@@ -456,8 +456,8 @@ class RouteWorker(GroupMember):
             log.error("route stops route=%s reason=%r", self.route.name, self.failure)
 
     def _on_consume_error(self, message: Message) -> None:
-        error = message.error()
-        key = (message.topic(), message.partition())
+        error = error_of(message)
+        key = key_of(message)
         metrics.ERRORS.labels(self.route.name, error.name()).inc()
         if error.code() == KafkaError._AUTO_OFFSET_RESET:
             if self.inflight.owns(key):  # unplaced ones are positioned by _place anyway

@@ -43,6 +43,7 @@ class ProducerWatch:
         self.progress_at = self.clock()
 
     def silent_for(self) -> float:
+        """Seconds since the producer last made progress."""
         return self.clock() - self.progress_at
 
     def due(self) -> bool:
@@ -78,13 +79,16 @@ class LoopWatch:
         self._thread = threading.Thread(target=self._watch, name=f"loop-watch-{route}", daemon=True)
 
     def start(self) -> None:
+        """Watch the calling thread's loop from now on."""
         self._loop_thread = threading.get_ident()
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop watching (the loop ended)."""
         self._stop.set()
 
     def beat(self) -> None:
+        """The loop turned."""
         self.beat_at = time.monotonic()
         if self.hung_since is not None:
             log.warning("worker loop turns again route=%s hung_s=%.1f", self.route, self.beat_at - self.hung_since)

@@ -9,7 +9,8 @@ import pytest
 
 from replicator.cli.main import build_parser, main
 
-CLUSTERS = "clusters: {a: {bootstrap.servers: '127.0.0.1:1', sasl.password: s3cret}, b: {bootstrap.servers: '127.0.0.1:1'}}\n"
+CLUSTERS = ("clusters: {a: {bootstrap.servers: '127.0.0.1:1', sasl.password: s3cret}, "
+            "b: {bootstrap.servers: '127.0.0.1:1'}}\n")
 ROUTE = "routes: [{name: r, source: a, target: b, topics: [x]}]\n"
 
 

@@ -17,7 +17,8 @@ from replicator.domain.failover_run import FailoverRun
 from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
 from replicator.domain.target_group import TargetOutcome
 
-CLUSTERS = "clusters: {a: {bootstrap.servers: '127.0.0.1:1', sasl.password: s3cret}, b: {bootstrap.servers: '127.0.0.1:1'}}\n"
+CLUSTERS = ("clusters: {a: {bootstrap.servers: '127.0.0.1:1', sasl.password: s3cret}, "
+            "b: {bootstrap.servers: '127.0.0.1:1'}}\n")
 ROUTE = "routes: [{name: r, source: a, target: b, topics: [x]}]\n"
 
 
