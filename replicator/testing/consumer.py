@@ -57,8 +57,9 @@ class FakeConsumer:
     def _join(self, topics: list[str]) -> None:
         try:
             self.group.join(self.member_id, topics, id(self))
-        except KafkaException as exc:  # librdkafka learns it from a heartbeat, and raises it from consume
-            self.fatal = exc
+        except KafkaException as exc:  # librdkafka learns it from a heartbeat: an error event of the whole
+            self.fatal = exc  # client (no topic) comes out of consume first, then every consume raises it
+            self.errors.append(FakeMessage(None, None, -1, error=exc.args[0]))
 
     def unsubscribe(self) -> None:
         """Subscribe to nothing: everything owned is revoked at the next ``consume``."""
@@ -159,7 +160,7 @@ class FakeConsumer:
         self.process.checkpoint()
         if self.closed:
             raise RuntimeError("Consumer closed")
-        if self.fatal is not None:
+        if self.fatal is not None and not self.errors:
             raise self.fatal
         self._serve_group()
         self._auto_commit()

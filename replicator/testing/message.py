@@ -12,19 +12,19 @@ class FakeMessage:
 
     __slots__ = ("_error", "_headers", "_key", "_offset", "_partition", "_timestamp", "_topic", "_value")
 
-    def __init__(self, topic: str, partition: int, offset: int, key: bytes | None = None,
+    def __init__(self, topic: str | None, partition: int | None, offset: int, key: bytes | None = None,
                  value: bytes | None = None, headers: Headers = None, timestamp: int = 0,
                  error: KafkaError | None = None) -> None:
         self._topic, self._partition, self._offset = topic, partition, offset
         self._key, self._value, self._headers = key, value, headers
         self._timestamp, self._error = timestamp, error
 
-    def topic(self) -> str:
-        """The topic."""
+    def topic(self) -> str | None:
+        """The topic (None in an error event of the whole client)."""
         return self._topic
 
-    def partition(self) -> int:
-        """The partition."""
+    def partition(self) -> int | None:
+        """The partition (None in an error event of the whole client)."""
         return self._partition
 
     def offset(self) -> int | None:

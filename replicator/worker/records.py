@@ -25,6 +25,12 @@ def key_of(message: Message) -> TP:
     return topic, partition
 
 
+def event_partition(message: Message) -> TP | None:
+    """The partition an error event is about; None for an event of the whole client (a fatal error)."""
+    topic, partition = message.topic(), message.partition()
+    return None if topic is None or partition is None else (topic, partition)
+
+
 def offset_of(message: Message) -> int:
     """The offset of a consumed record (-1 for a delivery report without one)."""
     offset = message.offset()

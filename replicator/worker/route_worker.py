@@ -58,7 +58,7 @@ from replicator.worker.dead_letter import DeadLetterError, DeadLetterWriter
 from replicator.worker.group_member import GroupMember
 from replicator.worker.inflight import InFlight
 from replicator.worker.links import Links
-from replicator.worker.records import error_of, for_producer, headers_of, key_of, offset_of
+from replicator.worker.records import error_of, event_partition, for_producer, headers_of, key_of, offset_of
 from replicator.worker.refusals import describe_refusal
 from replicator.worker.stall import LoopWatch, ProducerWatch, discard
 from replicator.worker.subscription import REFRESH_SECONDS, Subscription
@@ -457,10 +457,10 @@ class RouteWorker(GroupMember):
 
     def _on_consume_error(self, message: Message) -> None:
         error = error_of(message)
-        key = key_of(message)
+        key = event_partition(message)  # None for an event of the whole client (a fatal error, say)
         metrics.ERRORS.labels(self.route.name, error.name()).inc()
         if error.code() == KafkaError._AUTO_OFFSET_RESET:
-            if self.inflight.owns(key):  # unplaced ones are positioned by _place anyway
+            if key is not None and self.inflight.owns(key):  # unplaced ones are positioned by _place anyway
                 self.resets.add(key)
                 self._retry_at = 0.0
         elif error.fatal() or error.code() == KafkaError._FATAL:
