@@ -44,18 +44,18 @@ from replicator.domain.inflight import PartitionLedger
 from replicator.domain.offset_sync import decode_sync
 from replicator.domain.provenance import should_skip, with_origin, without_origin
 from replicator.errors import ClusterError, MirrorFlowError
-from replicator.sla.heartbeat import HeartbeatEmitter
-from replicator.worker import metrics
-from replicator.worker.assignment import Positioner
-from replicator.worker.callbacks import shielded
-from replicator.worker.clients import (
+from replicator.kafka.clients import (
     KAFKA_CLIENTS,
     ClientFactory,
     consumer_settings,
     producer_settings,
 )
+from replicator.worker import metrics
+from replicator.worker.assignment import Positioner
+from replicator.worker.callbacks import shielded
 from replicator.worker.dead_letter import DeadLetterError, DeadLetterWriter
 from replicator.worker.group_member import GroupMember
+from replicator.worker.heartbeat import HeartbeatEmitter
 from replicator.worker.inflight import InFlight
 from replicator.worker.links import Links
 from replicator.worker.records import error_of, event_partition, for_producer, headers_of, key_of, offset_of
