@@ -28,6 +28,7 @@ from replicator.errors import ClusterError, MirrorFlowError
 from replicator.kafka.clients import admin_settings
 from replicator.kafka.topics import source_partitions
 from replicator.runbooks.checkpoints.offsets import read_committed
+from replicator.worker.records import headers_of
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ def left_to_copy(properties: Mapping[str, str], positions: Mapping[Partition, tu
                 if (message.offset() or 0) >= open_[key][1]:
                     del open_[key]
                     continue
-                if skip_from is None or not should_skip(message.headers(), skip_from):  # type: ignore[arg-type]
+                if skip_from is None or not should_skip(headers_of(message), skip_from):
                     left[key] = left.get(key, 0) + 1
                     if any_only:
                         return left
