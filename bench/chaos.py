@@ -24,7 +24,7 @@ from bench.chaoslib.context import Settings  # noqa: E402
 from bench.chaoslib.faults import FAULTS, UnknownKind, choose_kinds  # noqa: E402
 from bench.chaoslib.report import failures  # noqa: E402
 from bench.chaoslib.toxiproxy import ProxyError, check_binary  # noqa: E402
-from replicator.localpostgres import pg_bin  # noqa: E402
+from replicator.dev.localpostgres import pg_bin  # noqa: E402
 
 STARTED = time.monotonic()
 

@@ -50,12 +50,12 @@ audit DAG). Without Airflow: `mirrorflow backfill --route R --topic T --from T1 
     },
 )
 def mirrorflow_backfill_topic() -> None:
-    from replicator.backfill.steps import BACKFILL_JOB
-    from replicator.spark_submit import MirrorFlowSparkSubmitOperator
+    from replicator.airflow.spark_submit import MirrorFlowSparkSubmitOperator
+    from replicator.runbooks.backfill.steps import BACKFILL_JOB
 
     @task
     def prepare(params: dict[str, object] | None = None, dag_run=None) -> dict[str, object]:  # type: ignore[no-untyped-def]
-        from replicator.backfill.steps import prepare_job
+        from replicator.runbooks.backfill.steps import prepare_job
 
         return prepare_job(params or {}, f"{dag_run.dag_id}/{dag_run.run_id}")
 
@@ -65,7 +65,7 @@ def mirrorflow_backfill_topic() -> None:
 
     @task(retries=0, trigger_rule="all_done_min_one_success")  # after a failed job too: mark the run failed
     def check(prepared: dict[str, object]) -> dict[str, object]:
-        from replicator.backfill.steps import judge_job
+        from replicator.runbooks.backfill.steps import judge_job
 
         return judge_job(prepared)
 

@@ -35,13 +35,13 @@ def mirrorflow_cluster_health() -> None:
         import dataclasses
 
         from replicator.config import load_config
-        from replicator.control.health import check_cluster
+        from replicator.kafka.health import check_cluster
 
         return dataclasses.asdict(check_cluster(load_config(), name))
 
     @task
     def report(results: list[dict[str, object]]) -> None:
-        from replicator.control.health import ClusterHealth, require_healthy
+        from replicator.kafka.health import ClusterHealth, require_healthy
 
         require_healthy([ClusterHealth(**r) for r in results])  # type: ignore[arg-type]
 

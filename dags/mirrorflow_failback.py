@@ -54,7 +54,7 @@ STEPS = ["check", "prepare", "reverse-copy", "drain", "translate", "commit-offse
 def mirrorflow_failback() -> None:
     @task
     def start(params: dict[str, object] | None = None) -> dict[str, object]:
-        from replicator.failback.run import start_run
+        from replicator.runbooks.failback.run import start_run
 
         p = params or {}
         return start_run(None, str(p.get("route") or ""), str(p.get("mode") or "incremental"),
@@ -65,7 +65,7 @@ def mirrorflow_failback() -> None:
     def step_task(step: str):  # type: ignore[no-untyped-def]
         @task(task_id=step.replace("-", "_"))
         def run_step(run: dict[str, object]) -> dict[str, object]:
-            from replicator.failback.run import step_of_run
+            from replicator.runbooks.failback.run import step_of_run
 
             done = step_of_run(None, step, run)
             if step == "finish":

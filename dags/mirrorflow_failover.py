@@ -53,7 +53,7 @@ Airflow: `mirrorflow failover --route R`.
 def mirrorflow_failover() -> None:
     @task
     def start(params: dict[str, object] | None = None) -> dict[str, object]:
-        from replicator.failover.run import start_run
+        from replicator.runbooks.failover.run import start_run
 
         p = params or {}
         return start_run(None, str(p.get("route") or ""), list(p.get("groups") or []) or None,  # type: ignore[call-overload]
@@ -63,43 +63,43 @@ def mirrorflow_failover() -> None:
 
     @task
     def check_source(run: dict[str, object]) -> dict[str, object]:
-        from replicator.failover.run import step_of_run
+        from replicator.runbooks.failover.run import step_of_run
 
         return step_of_run(None, "check-source", run)
 
     @task
     def drain(run: dict[str, object]) -> dict[str, object]:
-        from replicator.failover.run import step_of_run
+        from replicator.runbooks.failover.run import step_of_run
 
         return step_of_run(None, "drain", run)
 
     @task
     def stop_route(run: dict[str, object]) -> dict[str, object]:
-        from replicator.failover.run import step_of_run
+        from replicator.runbooks.failover.run import step_of_run
 
         return step_of_run(None, "stop-route", run)
 
     @task
     def final_checkpoint(run: dict[str, object]) -> dict[str, object]:
-        from replicator.failover.run import step_of_run
+        from replicator.runbooks.failover.run import step_of_run
 
         return step_of_run(None, "final-checkpoint", run)
 
     @task
     def commit_offsets(run: dict[str, object]) -> dict[str, object]:
-        from replicator.failover.run import step_of_run
+        from replicator.runbooks.failover.run import step_of_run
 
         return step_of_run(None, "commit-offsets", run)
 
     @task
     def verify(run: dict[str, object]) -> dict[str, object]:
-        from replicator.failover.run import step_of_run
+        from replicator.runbooks.failover.run import step_of_run
 
         return step_of_run(None, "verify", run)
 
     @task
     def finish(run: dict[str, object]) -> dict[str, object]:
-        from replicator.failover.run import step_of_run
+        from replicator.runbooks.failover.run import step_of_run
 
         done = step_of_run(None, "finish", run)
         print(done["next_steps"])  # the task log ends with what the applications do next

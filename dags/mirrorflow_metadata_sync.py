@@ -35,19 +35,19 @@ applied, and the run ends failed. The same without Airflow: `mirrorflow sync`.
 def mirrorflow_metadata_sync() -> None:
     @task
     def routes(params: dict[str, object] | None = None) -> list[str]:
-        from replicator.control.schedule import chosen_routes
+        from replicator.airflow.schedule import chosen_routes
 
         return chosen_routes(None, (params or {}).get("route"))
 
     @task
     def plan(route: str) -> dict[str, object]:
-        from replicator.sync.run import plan_report
+        from replicator.runbooks.sync.run import plan_report
 
         return plan_report(None, route, "metadata")
 
     @task
     def apply(report: dict[str, object], params: dict[str, object] | None = None) -> dict[str, object]:
-        from replicator.sync.run import sync_metadata
+        from replicator.runbooks.sync.run import sync_metadata
 
         if (params or {}).get("dry_run") or (not report["actions"] and not report["unreadable"]):
             return {**report, "applied": False}

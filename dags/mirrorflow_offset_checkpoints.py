@@ -39,14 +39,14 @@ read or written fails the run, named in the task log. The same without Airflow:
 def mirrorflow_offset_checkpoints() -> None:
     @task
     def due_routes(params: dict[str, object] | None = None) -> list[str]:
-        from replicator.checkpoints.run import checkpoint_due
-        from replicator.control.schedule import chosen_routes
+        from replicator.airflow.schedule import chosen_routes
+        from replicator.runbooks.checkpoints.run import checkpoint_due
 
         return chosen_routes(None, (params or {}).get("route"), checkpoint_due)
 
     @task
     def checkpoint(route: str, params: dict[str, object] | None = None) -> dict[str, object]:
-        from replicator.checkpoints.run import checkpoint_route
+        from replicator.runbooks.checkpoints.run import checkpoint_route
 
         groups = list((params or {}).get("groups") or []) or None  # type: ignore[call-overload]
         return checkpoint_route(None, route, groups)

@@ -48,26 +48,26 @@ Spec and result files: `$MIRRORFLOW_WORK_DIR` (default `runs/` next to the confi
     params={"route": Param(None, type=["null", "string"], description="one route (default: every route)")},
 )
 def mirrorflow_replication_audit() -> None:
-    from replicator.audit.scheduled import AUDIT_JOB
-    from replicator.spark_submit import MirrorFlowSparkSubmitOperator
+    from replicator.airflow.spark_submit import MirrorFlowSparkSubmitOperator
+    from replicator.runbooks.audit.scheduled import AUDIT_JOB
 
     @task
     def routes(params: dict[str, object] | None = None) -> list[str]:
-        from replicator.control.schedule import chosen_routes
+        from replicator.airflow.schedule import chosen_routes
 
         return chosen_routes(None, (params or {}).get("route"))
 
     @task
     def prepare(route: str, dag_run=None, data_interval_start=None,  # type: ignore[no-untyped-def]
                 data_interval_end=None) -> dict[str, object]:
-        from replicator.audit.scheduled import audit_run_key, prepare_job
+        from replicator.runbooks.audit.scheduled import audit_run_key, prepare_job
 
         key = audit_run_key(dag_run.dag_id, dag_run.run_id, route)
         return prepare_job(route, data_interval_start, data_interval_end, key)
 
     @task(retries=0)  # a loss found is a verdict, not a transient failure: fail the run now
     def record(prepared: dict[str, object]) -> dict[str, object]:
-        from replicator.audit.scheduled import record_job
+        from replicator.runbooks.audit.scheduled import record_job
 
         return record_job(prepared)
 

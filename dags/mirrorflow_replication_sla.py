@@ -37,7 +37,7 @@ task and is sent again by the next run. Trigger with `route` to check one route 
 def mirrorflow_replication_sla() -> None:
     @task
     def routes(params: dict[str, object] | None = None) -> list[str]:
-        from replicator.control.schedule import chosen_routes
+        from replicator.airflow.schedule import chosen_routes
 
         return chosen_routes(None, (params or {}).get("route"))
 
@@ -45,7 +45,7 @@ def mirrorflow_replication_sla() -> None:
     def check(route: str) -> dict[str, object]:
         from airflow.sdk import get_current_context
 
-        from replicator.sla.run import check_route
+        from replicator.runbooks.sla.run import check_route
 
         return check_route(None, route, context=get_current_context())
 

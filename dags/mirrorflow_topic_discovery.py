@@ -33,14 +33,14 @@ Trigger by hand with `route` to run one route now, whatever its interval.
 def mirrorflow_topic_discovery() -> None:
     @task
     def due_routes(params: dict[str, object] | None = None) -> list[str]:
-        from replicator.control.schedule import chosen_routes
-        from replicator.sync.run import discovery_due
+        from replicator.airflow.schedule import chosen_routes
+        from replicator.runbooks.sync.run import discovery_due
 
         return chosen_routes(None, (params or {}).get("route"), discovery_due)
 
     @task
     def discover(route: str) -> dict[str, object]:
-        from replicator.sync.run import discover_topics
+        from replicator.runbooks.sync.run import discover_topics
 
         return discover_topics(None, route)
 

@@ -3,7 +3,7 @@
     python -m spark_jobs.audit --spec spec.json --output result.json [--master local[2]]
     spark-submit spark_jobs/audit.py --spec spec.json --output result.json
 
-The spec (``replicator.audit.spec``, written by ``mirrorflow audit`` or the audit
+The spec (``replicator.runbooks.audit.spec``, written by ``mirrorflow audit`` or the audit
 DAG) names the route, its clusters, the window, and per topic the replica and the
 route's committed offsets; the clusters' client properties come from the config
 file it names. The result is ``replicator.domain.audit_report.AuditReport`` as JSON.
@@ -34,7 +34,6 @@ from pyspark import StorageLevel
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from replicator.audit.spec import AuditSpec, TopicSpec
 from replicator.domain.audit import (
     BucketKey,
     BucketResult,
@@ -46,6 +45,7 @@ from replicator.domain.audit import (
 )
 from replicator.domain.audit_report import AuditReport, AuditWindow, worst
 from replicator.errors import ClusterError
+from replicator.runbooks.audit.spec import AuditSpec, TopicSpec
 from spark_jobs import runner
 from spark_jobs.audit_frames import (
     COMMITTED_SCHEMA,

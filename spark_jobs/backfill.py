@@ -3,7 +3,7 @@
     python -m spark_jobs.backfill --spec spec.json --output result.json [--master local[2]]
     spark-submit spark_jobs/backfill.py --spec spec.json --output result.json
 
-The spec (``replicator.backfill.spec``, written by ``mirrorflow backfill`` or the
+The spec (``replicator.runbooks.backfill.spec``, written by ``mirrorflow backfill`` or the
 backfill DAG) names the route, its clusters, the topic, its replica and per
 partition the offsets ``[start, end)``; the clusters' client properties come from
 the config file it names. Spark's Kafka source reads the ranges (one Spark partition
@@ -32,7 +32,7 @@ if __package__ in (None, ""):  # spark-submit spark_jobs/backfill.py: the spark_
 
 from pyspark.sql import DataFrame, SparkSession
 
-from replicator.backfill.spec import BackfillSpec
+from replicator.runbooks.backfill.spec import BackfillSpec
 from spark_jobs import runner
 from spark_jobs.audit_frames import CopyRules, as_copied
 from spark_jobs.backfill_check import check

@@ -19,7 +19,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from replicator.backfill.spec import BackfillSpec
+from replicator.runbooks.backfill.spec import BackfillSpec
 from spark_jobs.audit_frames import CopyRules, as_copied, digest_column
 
 _READ = {"includeHeaders": "true", "kafka.isolation.level": "read_committed", "failOnDataLoss": "true"}

@@ -19,7 +19,7 @@ import yaml
 
 from replicator.cli.main import build_parser
 from replicator.config import CONFIG_ENV, Config, load_config
-from replicator.devenv import DEV_PORTS
+from replicator.dev.devenv import DEV_PORTS
 from replicator.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from replicator.localcluster import LocalCluster, LocalClusterSpec
+from replicator.dev.localcluster import LocalCluster, LocalClusterSpec
 
 
 def _is_free(port: int) -> bool:

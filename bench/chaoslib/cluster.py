@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.chaoslib.toxiproxy import ToxiproxyClient
-from replicator.localcluster import LocalCluster, LocalClusterSpec
+from replicator.dev.localcluster import LocalCluster, LocalClusterSpec
 
 SIDES = ("source", "target")
 CLUSTER_NAMES = {"source": "src", "target": "dst"}  # the replica of `t` is `src.t`

@@ -14,7 +14,7 @@ from typing import Any
 
 from bench.chaoslib.accounting import LossRange
 from bench.chaoslib.cluster import free_port
-from replicator.localpostgres import LocalPostgres, pg_bin
+from replicator.dev.localpostgres import LocalPostgres, pg_bin
 
 LOCKED_TABLES = "mf_route, mf_route_topic, mf_data_loss"
 

@@ -44,8 +44,8 @@ def register(commands: Any) -> None:
 
 def run_audit_command(args: argparse.Namespace) -> int:
     """Validate the input, run the audit, print the summary; 1 when records are missing."""
-    from replicator.audit import AuditFailed, run_audit
-    from replicator.audit.window import audit_window
+    from replicator.runbooks.audit import AuditFailed, run_audit
+    from replicator.runbooks.audit.window import audit_window
 
     config = config_of(args)
     config.route(args.route)  # an unknown route is bad input (2) before any cluster is asked

@@ -7,10 +7,10 @@ import os
 import sys
 from typing import Any
 
-from replicator.backfill.plan import parse_offset_ranges
 from replicator.cli.common import add_config_arg, config_of
 from replicator.cli.output import as_json, say, table
 from replicator.errors import UsageError
+from replicator.runbooks.backfill.plan import parse_offset_ranges
 
 SPARK_MASTER_ENV = "MIRRORFLOW_SPARK_MASTER"
 
@@ -52,7 +52,7 @@ def register(commands: Any) -> None:
 
 def run_backfill_command(args: argparse.Namespace) -> int:
     """Validate the input, copy, print the result; 1 when records are missing after the copy."""
-    from replicator.backfill import BackfillIncomplete, run_backfill
+    from replicator.runbooks.backfill import BackfillIncomplete, run_backfill
 
     by_time, by_offsets = args.start or args.end, args.from_offset or args.to_offset
     if bool(by_time) == bool(by_offsets):

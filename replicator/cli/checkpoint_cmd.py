@@ -36,9 +36,9 @@ def register(commands: Any) -> None:
 
 def run_checkpoint(args: argparse.Namespace) -> int:
     """Read and translate every route first (a bad name changes nothing), then write; exit 1 on any failure."""
-    from replicator.checkpoints.read import prepare
-    from replicator.checkpoints.run import apply
     from replicator.errors import ClusterError, ConfigError
+    from replicator.runbooks.checkpoints.read import prepare
+    from replicator.runbooks.checkpoints.run import apply
 
     config = config_of(args)
     routes = [config.route(name) for name in dict.fromkeys(args.route)] if args.route else list(config.routes)

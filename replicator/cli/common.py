@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from replicator.config import CONFIG_ENV, Config, load_config
-from replicator.devenv import DEFAULT_HOME, HOME_ENV, PORTS_ENV, parse_ports
+from replicator.dev.devenv import DEFAULT_HOME, HOME_ENV, PORTS_ENV, parse_ports
 
 
 def add_config_arg(parser: argparse.ArgumentParser) -> None:

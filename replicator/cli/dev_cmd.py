@@ -12,7 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from replicator.airflow_local import (
+from replicator.cli.common import add_home_arg, dev_ports
+from replicator.cli.output import as_json, say, table
+from replicator.config import CONFIG_ENV, Config, RouteConfig, load_config
+from replicator.dev.airflow_local import (
     DEFAULT_PORT,
     PORT_ENV,
     AdminLogin,
@@ -20,17 +23,14 @@ from replicator.airflow_local import (
     LocalAirflow,
     parse_port,
 )
-from replicator.airflow_rest import DagReport
-from replicator.cli.common import add_home_arg, dev_ports
-from replicator.cli.output import as_json, say, table
-from replicator.config import CONFIG_ENV, Config, RouteConfig, load_config
-from replicator.demo import prepare_state, seed_demo_topics
-from replicator.devenv import dev_config_path, dev_down, dev_status, dev_up, write_dev_config
+from replicator.dev.airflow_rest import DagReport
+from replicator.dev.demo import prepare_state, seed_demo_topics
+from replicator.dev.devenv import dev_config_path, dev_down, dev_status, dev_up, write_dev_config
+from replicator.dev.localcluster import ClusterStatus
 from replicator.errors import ClusterError
-from replicator.localcluster import ClusterStatus
 
 if TYPE_CHECKING:
-    from replicator.control.status import PartitionStatus
+    from replicator.kafka.route_status import PartitionStatus
 
 
 def register(commands: Any) -> None:
@@ -147,7 +147,7 @@ def up_cmd(args: argparse.Namespace) -> int:
     """Start both clusters (and Airflow with --airflow) and print where they are."""
     ports = dev_ports()
     if args.clean:
-        from replicator.demo_worker import stop_worker
+        from replicator.dev.demo_worker import stop_worker
 
         if stop_worker(args.home):  # it would copy into clusters whose data is about to go
             say("stopped the demo's replication worker")
@@ -169,7 +169,7 @@ def up_cmd(args: argparse.Namespace) -> int:
 
 def down_cmd(args: argparse.Namespace) -> int:
     """Stop both clusters."""
-    from replicator.demo_worker import stop_worker
+    from replicator.dev.demo_worker import stop_worker
 
     if stop_worker(args.home):
         say("stopped the demo's replication worker")
@@ -219,8 +219,8 @@ def status_cmd(args: argparse.Namespace) -> int:
 
 def _wait_caught_up(config: Config, route: RouteConfig, home: Path) -> list[PartitionStatus]:
     """Poll the route's status until nothing is left to copy (90 s at most)."""
-    from replicator.control.status import route_status
-    from replicator.demo_worker import worker_log
+    from replicator.dev.demo_worker import worker_log
+    from replicator.kafka.route_status import route_status
 
     deadline = time.monotonic() + 90
     while True:
@@ -247,7 +247,7 @@ def demo_cmd(args: argparse.Namespace) -> int:
     Airflow boots while the clusters start, the topics fill and the route catches up,
     so it adds little wall time; ``--no-airflow`` leaves it out.
     """
-    from replicator.demo_worker import start_worker, worker_log
+    from replicator.dev.demo_worker import start_worker, worker_log
 
     total, ports = (5 if args.airflow else 4), dev_ports()
     say(f"== 1/{total} local clusters" + (" and Airflow" if args.airflow else ""))

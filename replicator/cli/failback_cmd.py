@@ -49,7 +49,7 @@ def register(commands: Any) -> None:
 
 def run_failback(args: argparse.Namespace) -> int:
     """Run (or resume) the failback, printing a line per step; exit 1 when a step failed."""
-    from replicator.failback.run import failback_route, request_of, summary
+    from replicator.runbooks.failback.run import failback_route, request_of, summary
 
     config = config_of(args)
     config.route(args.route)

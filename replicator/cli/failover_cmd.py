@@ -51,7 +51,7 @@ def register(commands: Any) -> None:
 
 def run_failover(args: argparse.Namespace) -> int:
     """Run (or resume) the failover, printing a line per step; exit 1 when a step failed."""
-    from replicator.failover.run import failover_route, release_route, request_of, summary
+    from replicator.runbooks.failover.run import failover_route, release_route, request_of, summary
 
     config = config_of(args)
     if args.release:

@@ -16,7 +16,7 @@ def run_and_print(args: argparse.Namespace, run: Callable[[Callable[[str], None]
 
     A failed step raises the runbook's error after its run was printed as JSON (with ``--json``).
     """
-    from replicator.runbook.engine import RunFailed
+    from replicator.runbooks.engine import RunFailed
 
     try:
         done = run(to_stderr if args.json else say)

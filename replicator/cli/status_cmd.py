@@ -21,7 +21,7 @@ def register(commands: Any) -> None:
 
 def show_status(args: argparse.Namespace) -> int:
     """Print the routes' partitions; exit 0 even when lagging (it is a report, not a check)."""
-    from replicator.control.status import route_status
+    from replicator.kafka.route_status import route_status
 
     config = config_of(args)
     routes = [config.route(n) for n in args.route] if args.route else list(config.routes)

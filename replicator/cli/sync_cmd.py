@@ -30,7 +30,7 @@ def register(commands: Any) -> None:
 def run_sync(args: argparse.Namespace) -> int:
     """Sync the routes one after the other; exit 1 if any action (or a whole route) failed."""
     from replicator.errors import ClusterError, ConfigError
-    from replicator.sync.run import execute, prepare
+    from replicator.runbooks.sync.run import execute, prepare
 
     config = config_of(args)
     routes = [config.route(name) for name in args.route] if args.route else list(config.routes)

@@ -1,6 +1,6 @@
 """What the sync planners know of one cluster: topics, topic-level configs, ACLs.
 
-Read once per run by the adapter (``replicator.sync.read``) and handed to the pure
+Read once per run by the adapter (``replicator.runbooks.sync.read``) and handed to the pure
 planners, which never ask a cluster anything themselves.
 """
 

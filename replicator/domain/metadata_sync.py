@@ -1,6 +1,6 @@
 """One route's whole sync plan, from a view of each cluster: topics, configs, ACLs.
 
-``plan_sync`` is pure; ``replicator.sync`` reads the views, calls it and applies
+``plan_sync`` is pure; ``replicator.runbooks.sync`` reads the views, calls it and applies
 the result. The steps can be planned apart (``topics`` is the discovery step,
 ``configs`` and ``acls`` the metadata step) or together (``mirrorflow sync``).
 """

@@ -2,7 +2,7 @@
 
 A runbook is a fixed list of steps run in order. Its run is stored after each step,
 so one that stopped midway shows where, and the next run of the same request resumes
-at its first step not done (:mod:`replicator.runbook.engine` runs them). A run
+at its first step not done (:mod:`replicator.runbooks.engine` runs them). A run
 record is a frozen dataclass that mixes in :class:`RunSteps` for the bookkeeping.
 """
 

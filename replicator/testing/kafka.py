@@ -7,12 +7,12 @@ from typing import Any, cast
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
+from replicator.kafka.clients import ClientFactory
 from replicator.testing.admin import FakeAdmin
 from replicator.testing.cluster import FakeCluster
 from replicator.testing.consumer import FakeConsumer
 from replicator.testing.process import FakeProcess
 from replicator.testing.producer import FakeProducer
-from replicator.worker.clients import ClientFactory
 
 
 class FakeKafka:

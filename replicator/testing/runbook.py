@@ -1,6 +1,6 @@
 """An in-memory store of runbook runs, for tests of the runbook engine without a state DB.
 
-It keeps what :class:`replicator.runbook.store.SqlRunStore` keeps: every run stored
+It keeps what :class:`replicator.runbooks.store.SqlRunStore` keeps: every run stored
 by id (a new run gets the next id), a dry run never, and ``unfinished`` is the
 route's latest run that is running or failed.
 """

@@ -22,8 +22,8 @@ from replicator.domain.dead_letter import (
     record_size,
 )
 from replicator.kafka.admin import create_topics
+from replicator.kafka.clients import LIBRDKAFKA_LOG, admin_settings
 from replicator.worker import metrics
-from replicator.worker.clients import LIBRDKAFKA_LOG, admin_settings
 from replicator.worker.records import for_producer, headers_of, key_of, offset_of
 
 log = logging.getLogger(__name__)

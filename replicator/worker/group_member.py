@@ -63,12 +63,25 @@ class GroupMember:
     _consumer: Consumer | None
     _producer: Producer | None
 
+    @property
+    def consumer(self) -> Consumer:
+        """The source consumer (there is one while the route runs)."""
+        if self._consumer is None:
+            raise RuntimeError(f"route {self.route.name} is not running")
+        return self._consumer
+
+    @property
+    def producer(self) -> Producer:
+        """The target producer (there is one while the route runs)."""
+        if self._producer is None:
+            raise RuntimeError(f"route {self.route.name} is not running")
+        return self._producer
+
     # -- placing assigned partitions ---------------------------------------------
 
     def _place(self) -> None:
         """Position the partitions assigned since the last call (and recover fallen-off ones)."""
-        consumer = self._consumer
-        assert consumer is not None
+        consumer = self.consumer
         try:
             self._recover_resets(consumer)
             keys = sorted(self.unplaced)
@@ -169,8 +182,7 @@ class GroupMember:
     def _start_over(self) -> None:
         """Copy every owned partition again from its last acknowledged record (the producer they went to
         is replaced): commit what was acknowledged, forget what is in flight, place them afresh."""
-        consumer = self._consumer
-        assert consumer is not None
+        consumer = self.consumer
         self._commit_now()
         keys = set(self.inflight.ledgers)
         self.inflight.abandon()
@@ -182,8 +194,7 @@ class GroupMember:
 
     def _settle(self, timeout: float) -> int:
         """Flush records and offset syncs for up to ``timeout`` s; returns how many are left."""
-        producer = self._producer
-        assert producer is not None
+        producer = self.producer
         deadline = time.monotonic() + timeout
         while True:
             self._send_syncs()
@@ -192,8 +203,7 @@ class GroupMember:
                 return left + len(self.inflight.syncs)
 
     def _commit_now(self, keys: set[TP] | None = None) -> None:
-        consumer = self._consumer
-        assert consumer is not None
+        consumer = self.consumer
         self.inflight.dirty.update(self.inflight.ledgers if keys is None else keys & set(self.inflight.ledgers))
         self._store_offsets()
         try:
@@ -223,7 +233,7 @@ class GroupMember:
         while syncs:
             key, value = encode_sync(syncs[0])
             try:
-                self._producer.produce(self.subscription.sync_topic, value, key, partition=0)  # type: ignore[union-attr]
+                self.producer.produce(self.subscription.sync_topic, value, key, partition=0)
             except BufferError:
                 return
             syncs.popleft()

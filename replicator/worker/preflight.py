@@ -10,8 +10,8 @@ import threading
 from replicator.config import Config, RouteConfig
 from replicator.errors import ClusterError, ConfigError
 from replicator.kafka.admin import cluster_metadata
+from replicator.kafka.clients import admin_settings
 from replicator.waiting import until_answers
-from replicator.worker.clients import admin_settings
 
 
 def wait_for_clusters(config: Config, route: RouteConfig, stop: threading.Event) -> bool:

@@ -44,18 +44,18 @@ from replicator.domain.inflight import PartitionLedger
 from replicator.domain.offset_sync import decode_sync
 from replicator.domain.provenance import should_skip, with_origin, without_origin
 from replicator.errors import ClusterError, MirrorFlowError
-from replicator.sla.heartbeat import HeartbeatEmitter
-from replicator.worker import metrics
-from replicator.worker.assignment import Positioner
-from replicator.worker.callbacks import shielded
-from replicator.worker.clients import (
+from replicator.kafka.clients import (
     KAFKA_CLIENTS,
     ClientFactory,
     consumer_settings,
     producer_settings,
 )
+from replicator.worker import metrics
+from replicator.worker.assignment import Positioner
+from replicator.worker.callbacks import shielded
 from replicator.worker.dead_letter import DeadLetterError, DeadLetterWriter
 from replicator.worker.group_member import GroupMember
+from replicator.worker.heartbeat import HeartbeatEmitter
 from replicator.worker.inflight import InFlight
 from replicator.worker.links import Links
 from replicator.worker.records import error_of, event_partition, for_producer, headers_of, key_of, offset_of
@@ -183,7 +183,7 @@ class RouteWorker(GroupMember):
             self.backlog.extend(messages)
             self._drain()
             self._send_syncs()
-            self._producer.poll(0.05 if self.backlog else 0)  # type: ignore[union-attr]  # a full queue: wait for room
+            self.producer.poll(0.05 if self.backlog else 0)  # a full queue: wait for room
             self._watch_producer()
             self._store_offsets()
             self._report_backpressure()
@@ -206,8 +206,7 @@ class RouteWorker(GroupMember):
             self._subscribe(topics)
 
     def _subscribe(self, topics: list[str]) -> None:
-        consumer = self._consumer
-        assert consumer is not None
+        consumer = self.consumer
         if topics:
             consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
         else:
@@ -215,8 +214,7 @@ class RouteWorker(GroupMember):
 
     def _consume(self, count: int, timeout: float) -> list[Message]:
         """Records (and error events) from the source consumer; a fatal error is handled, not raised."""
-        consumer = self._consumer
-        assert consumer is not None
+        consumer = self.consumer
         try:
             return consumer.consume(count, timeout)
         except KafkaException as exc:  # confluent-kafka raises librdkafka's fatal errors from the call
@@ -292,12 +290,12 @@ class RouteWorker(GroupMember):
         elif self.add_origin:
             headers = with_origin(headers, self.route.source)
         topic, partition = key_of(message)
-        if self.dead_letters is not None and self._set_aside(message, topic, headers):
+        if self.dead_letters is not None and self._set_aside(self.dead_letters, message, topic, headers):
             return True
         kind, timestamp = message.timestamp()
         target = self.subscription.target_of[topic]
         try:
-            self._producer.produce(  # type: ignore[union-attr]
+            self.producer.produce(
                 target, message.value(), message.key(),
                 partition=partition, timestamp=timestamp if kind else 0, headers=for_producer(headers),
             )
@@ -324,11 +322,11 @@ class RouteWorker(GroupMember):
                  self.route.name, target, partition)
         self.subscription.force_refresh()
         try:
-            self._producer.list_topics(target, timeout=5)  # type: ignore[union-attr]  # updates its metadata
+            self.producer.list_topics(target, timeout=5)  # updates its metadata
         except KafkaException as exc:
             log.debug("target metadata not refreshed route=%s error=%s", self.route.name, exc.args[0].str())
 
-    def _set_aside(self, message: Message, topic: str, headers: Any) -> bool:
+    def _set_aside(self, dead_letters: DeadLetterWriter, message: Message, topic: str, headers: Any) -> bool:
         """Dead-letter mode: True when the record cannot fit its target topic and went aside."""
         limit = self.subscription.limit_of.get(topic)
         if limit is None or not may_not_fit(len(message), limit):
@@ -336,7 +334,7 @@ class RouteWorker(GroupMember):
         if record_size(message.key(), message.value(), headers) <= limit:
             return False
         try:
-            self.dead_letters.write(message, limit)  # type: ignore[union-attr]
+            dead_letters.write(message, limit)
         except DeadLetterError as exc:
             self._refuse(message, str(exc))
         return True
@@ -353,8 +351,7 @@ class RouteWorker(GroupMember):
                       self.route.name, key[0], key[1], message.offset(), reason)
 
     def _pause(self, paused: bool) -> None:
-        consumer = self._consumer
-        assert consumer is not None
+        consumer = self.consumer
         self.paused = paused
         if paused:
             consumer.pause(consumer.assignment())
@@ -378,8 +375,7 @@ class RouteWorker(GroupMember):
     def _watch_producer(self) -> None:
         """Records in flight and no report for ``timeouts.stalled`` s: if the target answers, the
         producer is wedged; a new one copies again from the last acknowledged record."""
-        producer = self._producer
-        assert producer is not None
+        producer = self.producer
         if not len(producer):
             self.producer_watch.idle()
         elif self.producer_watch.due() and self.subscription.target_answers():

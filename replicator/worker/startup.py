@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from replicator.config import Config, RouteConfig
 from replicator.domain.secrets import redact_url
-from replicator.failover.guard import refuse_if_failed_over
+from replicator.state.failover_hold import refuse_if_failed_over
 from replicator.state.repository import register_routes
 from replicator.state.store import StateStore
 from replicator.waiting import until_answers

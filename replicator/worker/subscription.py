@@ -11,16 +11,12 @@ from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, RouteConfig
+from replicator.domain.naming import sync_topic_name
+from replicator.domain.topic_selection import select_topics
+from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, admin_settings
+from replicator.kafka.topics import create_sync_topic, ensure_target_topics, message_limits, source_partitions
+from replicator.state.route_link import StateLink
 from replicator.worker import metrics
-from replicator.worker.clients import KAFKA_CLIENTS, ClientFactory, admin_settings
-from replicator.worker.state_link import StateLink
-from replicator.worker.topics import (
-    create_sync_topic,
-    ensure_target_topics,
-    message_limits,
-    select_topics,
-    source_partitions,
-)
 
 if TYPE_CHECKING:
     from replicator.state.store import StateStore
@@ -29,10 +25,6 @@ log = logging.getLogger(__name__)
 
 REFRESH_SECONDS = 5.0
 
-
-def sync_topic_name(route: RouteConfig) -> str:
-    """The route's compacted offset-syncs topic on the target (excluded from every route)."""
-    return f"mirrorflow-offset-syncs.{route.name}.internal"
 
 
 class Subscription:

@@ -49,8 +49,8 @@ def test_cluster_health_dag_runs_against_both_clusters(
 
 def test_health_check_names_an_unreachable_cluster() -> None:
     from replicator.config import parse_config
-    from replicator.control.health import check_cluster, require_healthy
     from replicator.errors import ClusterError
+    from replicator.kafka.health import check_cluster, require_healthy
 
     config = parse_config("clusters: {gone: {bootstrap.servers: '127.0.0.1:1'}}")
     health = check_cluster(config, "gone", timeout=1.0)

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from replicator.audit import AuditFailed, run_audit
 from replicator.domain.audit import record_digest
 from replicator.domain.audit_report import AuditWindow
 from replicator.domain.provenance import with_origin
 from replicator.kafka.admin import create_topics
+from replicator.runbooks.audit import AuditFailed, run_audit
 from replicator.state import audits
 from replicator.state.store import StateStore
 from tests.kafka_io import Rec, committed, produce, read_all, wait_until

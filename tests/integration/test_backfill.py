@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from replicator.backfill import run_backfill
-from replicator.backfill.run import backfill_spec
 from replicator.cli.main import main
 from replicator.config import load_config
 from replicator.domain.backfill_run import BackfillMode, BackfillStatus, PartitionRange
 from replicator.errors import UsageError
 from replicator.kafka.admin import create_topics
+from replicator.runbooks.backfill import run_backfill
+from replicator.runbooks.backfill.run import backfill_spec
 from replicator.state.backfills import runs
 from replicator.state.store import StateStore
 from tests.kafka_io import Rec, committed, produce, read_all, wait_until
@@ -161,7 +161,7 @@ def _the_same_backfill_again_is_refused_and_the_first_is_recorded(scenario: Scen
 
 def test_the_check_names_records_not_where_the_copy_landed(spark, scenario: Scenario, primary, backup) -> None:  # type: ignore[no-untyped-def]
     """Pointed at the route's own copies instead of the backfilled ones, the check finds every record missing."""
-    from replicator.backfill.run import BackfillIncomplete, judge
+    from replicator.runbooks.backfill.run import BackfillIncomplete, judge
     from spark_jobs.backfill_check import check
 
     spec = backfill_spec(scenario.config, scenario.route, scenario.topic, offsets={0: (0, 4), 1: (2, 3)},

@@ -20,7 +20,7 @@ from bench.chaoslib.context import Settings
 from bench.chaoslib.faults import choose_kinds
 from bench.chaoslib.faults_workload import GAP_DELETED
 from bench.chaoslib.run import run
-from replicator.localpostgres import pg_bin
+from replicator.dev.localpostgres import pg_bin
 
 REPO = Path(__file__).resolve().parents[2]
 TOXIPROXY = REPO / ".cache" / "bin" / "toxiproxy-server"

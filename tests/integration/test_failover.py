@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from replicator.dev.localcluster import LocalCluster
 from replicator.kafka.admin import create_topics
-from replicator.localcluster import LocalCluster
 from tests.checkpoint_io import (
     VISIBLE_PER_BATCH,
     checkpoint_json,

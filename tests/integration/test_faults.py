@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from replicator.dev.localcluster import LocalCluster
 from replicator.kafka.admin import create_topics
-from replicator.localcluster import LocalCluster
 from tests.kafka_io import (
     Rec,
     committed,

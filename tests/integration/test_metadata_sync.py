@@ -28,10 +28,10 @@ from confluent_kafka.admin import (
 
 from replicator.cli.main import main
 from replicator.kafka.admin import admin_client
+from replicator.runbooks.sync.read import ALL_ACLS
+from replicator.runbooks.sync.run import SyncFailed, discover_topics, sync_metadata, sync_route
 from replicator.state import repository
 from replicator.state.store import StateStore
-from replicator.sync.read import ALL_ACLS
-from replicator.sync.run import SyncFailed, discover_topics, sync_metadata, sync_route
 from tests.kafka_io import wait_until
 from tests.records import write_config
 from tests.support import free_port, start_pair

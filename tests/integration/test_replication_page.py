@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from replicator.airflow_local import AirflowSpec, LocalAirflow
+from replicator.dev.airflow_local import AirflowSpec, LocalAirflow
 from replicator.ui.app import API_PATH, PAGE_PATH, URL_PREFIX
 from tests.support import free_port
 from tests.ui_seed import REPLICA, ROUTE, seed

@@ -14,7 +14,7 @@ import pytest
 
 from replicator.config import Config, load_config
 from replicator.kafka.admin import create_topics
-from replicator.sla.observe import newest_heartbeat_ms
+from replicator.runbooks.sla.observe import newest_heartbeat_ms
 from tests.kafka_io import wait_until
 from tests.support import Worker
 

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from replicator.dev.localpostgres import LocalPostgres, pg_bin
 from replicator.kafka.admin import create_topics
-from replicator.localpostgres import LocalPostgres, pg_bin
 from tests.kafka_io import Rec, end_offsets, produce, read_all, total, wait_until
 from tests.records import by_partition, make_records, write_config
 from tests.support import Worker, free_port

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from replicator.localpostgres import LocalPostgres, pg_bin
+from replicator.dev.localpostgres import LocalPostgres, pg_bin
 from tests.support import free_port
 
 

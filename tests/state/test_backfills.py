@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from replicator.backfill.runs import begin_run, finish_run
-from replicator.backfill.spec import BackfillSpec
 from replicator.config import Config, load_config
 from replicator.domain.backfill_run import BackfillMode, BackfillStatus, PartitionRange
 from replicator.errors import UsageError
+from replicator.runbooks.backfill.runs import begin_run, finish_run
+from replicator.runbooks.backfill.spec import BackfillSpec
 from replicator.state.backfills import load_run, runs
 from replicator.state.store import StateStore
 
@@ -79,7 +79,7 @@ def test_a_failed_run_does_not_block_and_a_retried_run_keeps_one_row(config: Con
 
 def test_a_job_that_wrote_no_result_marks_its_run_failed(config: Config, tmp_path: Path) -> None:
     """The DAG's last task runs after a failed job too: no result file, the run is failed, not left running."""
-    from replicator.backfill.run import BackfillJobError, backfill_result
+    from replicator.runbooks.backfill.run import BackfillJobError, backfill_result
 
     begin_run(config, _spec("dag/run-1", (0, 0, 10)), BackfillMode.OFFSETS, False)
     with pytest.raises(BackfillJobError, match="backfill run dag/run-1: the backfill's Spark job wrote no result"):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from replicator.checkpoints.run import checkpoint_due
 from replicator.config import parse_config
 from replicator.domain.checkpoint import Checkpoint, CheckpointStatus
 from replicator.domain.checkpoint_run import CheckpointRun
 from replicator.domain.target_group import TargetOffset, TargetOutcome
+from replicator.runbooks.checkpoints.run import checkpoint_due
 from replicator.state.checkpoints import checkpoints, last_run_started, record_checkpoint_run, save_checkpoints
 from replicator.state.models import CheckpointRunRow
 from replicator.state.store import StateStore

@@ -12,7 +12,7 @@ from replicator.config import Config, load_config
 from replicator.domain.failback import FailbackMode, FailbackRequest, FailbackRun, FailbackStep
 from replicator.domain.runbook import RunStatus, StepRecord, StepStatus
 from replicator.errors import UsageError
-from replicator.failback.run import start
+from replicator.runbooks.failback.run import start
 from replicator.state.failbacks import load_run, save_run, unfinished_run
 from replicator.state.store import StateStore
 

@@ -12,7 +12,7 @@ from replicator.domain.failover import FailoverMode, FailoverRequest, Step, Step
 from replicator.domain.failover_run import FailoverRun, PartitionLag, RunStatus, rpo_measured
 from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
 from replicator.domain.target_group import TargetOutcome
-from replicator.failover.guard import RouteFailedOver, refuse_if_failed_over, release
+from replicator.state.failover_hold import RouteFailedOver, refuse_if_failed_over, release
 from replicator.state.failovers import load_run, route_hold, runs, save_run, unfinished_run
 from replicator.state.models import FailoverOffsetRow, FailoverStepRow
 from replicator.state.store import StateStore

@@ -18,8 +18,8 @@ from replicator.config import load_config
 from replicator.domain.failover import FailoverRequest
 from replicator.domain.failover_run import FailoverRun
 from replicator.domain.secrets import redact_url
-from replicator.failover.guard import RouteFailedOver
 from replicator.state import repository
+from replicator.state.failover_hold import RouteFailedOver
 from replicator.state.failovers import save_run
 from replicator.state.store import StateStore
 from replicator.waiting import until_answers

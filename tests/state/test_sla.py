@@ -10,7 +10,7 @@ import pytest
 from replicator.config import Config, RouteConfig, parse_config
 from replicator.domain.sla import Check, CheckState, EventKind, Observation, SlaEvent, State
 from replicator.errors import MirrorFlowError
-from replicator.sla.run import AlertNotSent, check_route
+from replicator.runbooks.sla.run import AlertNotSent, check_route
 from replicator.state import sla as repo
 from replicator.state.store import StateStore
 

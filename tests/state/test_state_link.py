@@ -12,8 +12,8 @@ from sqlalchemy.engine import make_url
 from replicator.config import parse_config
 from replicator.domain.route_topic import AddedBy, DesiredState
 from replicator.state import repository
+from replicator.state.route_link import StateLink
 from replicator.state.store import StateStore
-from replicator.worker.state_link import StateLink
 from tests.support import sqlite_locked
 
 CONFIG = parse_config("clusters: {a: {bootstrap.servers: 'x:1'}, b: {bootstrap.servers: 'y:1'}}\n"

@@ -96,7 +96,7 @@ def test_unreachable_database_is_a_state_store_error() -> None:
 def test_a_route_never_registered_has_no_manual_topics(state_url: str) -> None:
     """`mirrorflow status` (and a starting worker) on a route no one has run yet."""
     from replicator.config import parse_config
-    from replicator.worker.state_link import StateLink
+    from replicator.state.route_link import StateLink
 
     config = parse_config("clusters: {a: {bootstrap.servers: 'x:1'}, b: {bootstrap.servers: 'y:1'}}\n"
                           "routes: [{name: fresh, source: a, target: b, topics: [t]}]\n")

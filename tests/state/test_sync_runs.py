@@ -65,7 +65,7 @@ def test_discovered_topics_are_registered_once_and_never_override_the_operator(s
 
 
 def test_discovery_is_due_after_the_routes_interval(tmp_path: Path) -> None:
-    from replicator.sync.run import discovery_due
+    from replicator.runbooks.sync.run import discovery_due
 
     config = tmp_path / "mirrorflow.yaml"
     config.write_text("clusters: {a: {bootstrap.servers: 'h:1'}, b: {bootstrap.servers: 'h:2'}}\n"

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from replicator.airflow_local import (
+from replicator.cli.main import main
+from replicator.dev.airflow_local import (
     DEFAULT_PORT,
     AirflowSpec,
     LocalAirflow,
@@ -24,16 +25,15 @@ from replicator.airflow_local import (
     parse_port,
     poll_until_ready,
 )
-from replicator.airflow_rest import (
+from replicator.dev.airflow_rest import (
     AirflowError,
     components_waiting,
     dag_report,
     expected_dag_files,
 )
-from replicator.cli.main import main
+from replicator.dev.process_tree import proc_state, session_members, stop_sessions
 from replicator.errors import UsageError
 from replicator.paths import DAGS_DIR, PLUGINS_DIR, REPO_ROOT
-from replicator.process_tree import proc_state, session_members, stop_sessions
 
 HEALTHY = {"status": "healthy"}
 

@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from replicator.audit.errors import AuditFailed
-from replicator.audit.spec import AuditSpec, TopicSpec
-from replicator.audit.window import audit_window, parse_time
 from replicator.cli.audit_cmd import render
 from replicator.cli.main import build_parser, main
 from replicator.domain.audit import BucketKey, BucketResult
 from replicator.domain.audit_report import AuditReport, AuditWindow
 from replicator.domain.offset_ranges import to_ranges
 from replicator.errors import UsageError
+from replicator.runbooks.audit.errors import AuditFailed
+from replicator.runbooks.audit.spec import AuditSpec, TopicSpec
+from replicator.runbooks.audit.window import audit_window, parse_time
 
 T0 = 1_789_995_240_000  # 2026-09-21T12:54:00Z
 

@@ -7,7 +7,6 @@ import datetime as dt
 
 import pytest
 
-from replicator.backfill.plan import Bounds, PartitionRange, parse_offset_ranges, plan_ranges
 from replicator.domain.backfill_run import (
     BackfillMode,
     BackfillRun,
@@ -16,6 +15,7 @@ from replicator.domain.backfill_run import (
     refusal,
 )
 from replicator.errors import UsageError
+from replicator.runbooks.backfill.plan import Bounds, PartitionRange, parse_offset_ranges, plan_ranges
 
 BOUNDS = {0: Bounds(0, 100, 40), 1: Bounds(10, 50, None), 2: Bounds(0, 30, 0)}
 

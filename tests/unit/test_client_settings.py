@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from replicator.config import parse_config
-from replicator.worker.clients import consumer_settings, producer_settings
+from replicator.kafka.clients import consumer_settings, producer_settings
 
 CONFIG = parse_config(
     "clusters: {a: {bootstrap.servers: 'h:1'}, b: {bootstrap.servers: 'h:2'}}\n"

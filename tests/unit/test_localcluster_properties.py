@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from replicator.localcluster import LocalClusterSpec, new_cluster_id, server_properties
+from replicator.dev.localcluster import LocalClusterSpec, new_cluster_id, server_properties
 
 
 def _spec(**options: object) -> LocalClusterSpec:

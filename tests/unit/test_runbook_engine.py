@@ -11,8 +11,8 @@ import pytest
 
 from replicator.domain.runbook import RunStatus, RunSteps, StepRecord, StepStatus
 from replicator.errors import UsageError
-from replicator.runbook.engine import Runbook, RunFailed, StepFailed, StepResult, run_all, run_step
-from replicator.runbook.start import start
+from replicator.runbooks.engine import Runbook, RunFailed, StepFailed, StepResult, run_all, run_step
+from replicator.runbooks.start import start
 from replicator.testing.runbook import MemoryRunStore
 
 T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.UTC)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from replicator.airflow.schedule import chosen_routes
 from replicator.config import parse_config
-from replicator.control.schedule import chosen_routes
 from replicator.errors import ConfigError
 
 CONFIG = parse_config("""

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from replicator.domain.sla import Check, EventKind, SlaEvent
-from replicator.sla.notifiers import (
+from replicator.runbooks.sla.notifiers import (
     LogNotifier,
     NotifyError,
     WebhookNotifier,
@@ -103,7 +103,7 @@ def test_the_notifiers_are_airflow_notifiers_and_work_without_airflow() -> None:
     script = (
         "import sys; sys.modules['airflow'] = None; sys.modules['airflow.sdk'] = None\n"
         "from replicator.domain.sla import Check, EventKind, SlaEvent\n"
-        "from replicator.sla.notifiers import LogNotifier, alert_payload\n"
+        "from replicator.runbooks.sla.notifiers import LogNotifier, alert_payload\n"
         "e = SlaEvent('r', Check.LAG, EventKind.RECOVERY, 0, 'lag 0 records')\n"
         "LogNotifier()({'sla_event': e}); print(alert_payload(e)['kind'])\n"
     )

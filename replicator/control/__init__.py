@@ -1,1 +1,0 @@
-"""Control-plane operations: the functions Airflow tasks and CLI commands call."""

@@ -1,0 +1,88 @@
+"""librdkafka settings of a route's consumer, producer and admin clients (the one place)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
+
+from replicator.config import Config, RouteConfig
+from replicator.domain.client_rules import CONSUMER_FIXED, PRODUCER_FIXED
+from replicator.domain.naming import group_id
+
+# Settings that carry the no-loss guarantee: see replicator.domain.client_rules (a config cannot change them).
+CONSUMER_DEFAULTS = {
+    "auto.commit.interval.ms": "250",  # the window of duplicates after a crash
+    "fetch.min.bytes": "1",
+    "fetch.wait.max.ms": "50",
+    "queued.max.messages.kbytes": "65536",
+    "statistics.interval.ms": "5000",  # feeds the per-partition lag gauge
+}
+PRODUCER_DEFAULTS = {
+    "linger.ms": "5",
+    "batch.size": str(1024 * 1024),
+    "compression.type": "lz4",
+    "queue.buffering.max.messages": "200000",
+    "queue.buffering.max.kbytes": str(256 * 1024),
+    # A record as large as a source topic may hold must reach the target, which decides
+    # (librdkafka's own 1 MB default would refuse it before it is sent).
+    "message.max.bytes": str(100 * 1024 * 1024),
+}
+
+
+# librdkafka's own log lines go through our structured logging, not raw to stderr. It
+# logs every failed reconnect; the worker reports link state changes itself (one line
+# each), so these are shown only with --log-level debug (see replicator.logs).
+LIBRDKAFKA_LOG = logging.getLogger("replicator.librdkafka")
+
+
+
+def consumer_settings(config: Config, route: RouteConfig, worker_id: str | None = None,
+                      **callbacks: Callable[..., Any]) -> dict[str, Any]:
+    """Consumer of the route's source cluster; a ``worker_id`` makes it a static member."""
+    source = config.cluster(route.source)
+    static = {"group.instance.id": worker_id} if worker_id else {}
+    return {
+        **CONSUMER_DEFAULTS,
+        "client.id": f"mirrorflow-{route.name}-consumer",  # a user's own client.id (quotas) wins
+        **source.client_properties(route.consumer),
+        **CONSUMER_FIXED,
+        "group.id": group_id(route),
+        **static,
+        "logger": LIBRDKAFKA_LOG,
+        **callbacks,
+    }
+
+
+def producer_settings(config: Config, route: RouteConfig, **callbacks: Callable[..., Any]) -> dict[str, Any]:
+    """Idempotent, acks=all producer of the route's target cluster."""
+    target = config.cluster(route.target)
+    return {
+        **PRODUCER_DEFAULTS,
+        "client.id": f"mirrorflow-{route.name}-producer",
+        **target.client_properties(route.producer),
+        **PRODUCER_FIXED,
+        "logger": LIBRDKAFKA_LOG,
+        **callbacks,
+    }
+
+
+def admin_settings(properties: Mapping[str, str]) -> dict[str, Any]:
+    """An admin client of a cluster, quiet about connection failures (we report them)."""
+    return {**properties, "logger": LIBRDKAFKA_LOG}
+
+
+@dataclass(frozen=True, slots=True)
+class ClientFactory:
+    """How a worker makes its clients: confluent-kafka's, or the fakes of ``replicator.testing``."""
+
+    consumer: Callable[[dict[str, Any]], Consumer] = Consumer
+    producer: Callable[[dict[str, Any]], Producer] = Producer
+    admin: Callable[[dict[str, Any]], AdminClient] = AdminClient
+
+
+KAFKA_CLIENTS = ClientFactory()

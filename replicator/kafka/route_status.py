@@ -1,0 +1,95 @@
+"""Where each route stands: per source partition, end offset, committed offset, lag, last copy."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from replicator.config import Config, RouteConfig
+from replicator.domain.commit_metadata import decode_note
+from replicator.domain.naming import group_id
+from replicator.domain.topic_selection import select_topics
+from replicator.errors import ClusterError
+from replicator.kafka.clients import admin_settings
+from replicator.kafka.topics import source_partitions
+
+# A fresh cluster's group coordinator answers these for a few seconds: ask again.
+_SETTLING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionStatus:
+    """One source partition of a route."""
+
+    route: str
+    topic: str
+    partition: int
+    end_offset: int
+    committed: int | None
+    last_replicated: dt.datetime | None
+
+    @property
+    def lag(self) -> int:
+        """Records on the source not yet copied (all of them when nothing was committed)."""
+        return self.end_offset - (self.committed or 0)
+
+
+def route_status(config: Config, route: RouteConfig, timeout: float = 15.0) -> list[PartitionStatus]:
+    """Ask the source cluster for the route's committed offsets and the partitions' ends."""
+    admin = AdminClient(admin_settings(config.cluster(route.source).client_properties()))
+    policy = config.policy(route)
+    try:
+        added, removed = _manual_topics(config, route)
+        topics = select_topics(source_partitions(admin, timeout), route.topic_filter, policy, route.target,
+                               added, removed)
+        partitions = [TopicPartition(t, p) for t, n in topics.partitions.items() for p in range(n)]
+        if not partitions:
+            return []
+        committed = _committed(config, route, partitions, timeout)
+        # confluent-kafka leaves OffsetSpec.latest() unannotated.
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        ends = admin.list_offsets({tp: latest for tp in partitions}, request_timeout=timeout)
+        end_of = {(tp.topic, tp.partition): f.result(timeout).offset for tp, f in ends.items()}
+    except KafkaException as exc:
+        error = exc.args[0]
+        raise ClusterError(f"route {route.name}: source {route.source!r}: {error.str()}",
+                           retriable=error.retriable() or error.name() in _SETTLING) from None
+    return [
+        PartitionStatus(route.name, tp.topic, tp.partition, end_of[(tp.topic, tp.partition)],
+                        tp.offset if tp.offset >= 0 else None, _stored_at(tp.metadata))
+        for tp in sorted(committed, key=lambda t: (t.topic, t.partition))
+    ]
+
+
+def _manual_topics(config: Config, route: RouteConfig) -> tuple[set[str], set[str]]:
+    """Topics added or removed by ``mirrorflow topics`` (the workers read the same rows)."""
+    from replicator.state.route_link import StateLink
+    from replicator.state.store import StateStore
+
+    store = StateStore(config.state.url)
+    try:
+        return StateLink(route, store).manual_topics()
+    finally:
+        store.close()
+
+
+def _committed(config: Config, route: RouteConfig, partitions: list[TopicPartition],
+               timeout: float) -> list[TopicPartition]:
+    # A consumer that never subscribes reads the group's offsets without joining it. Not
+    # AdminClient.list_consumer_group_offsets: with confluent-kafka 2.16 it crashed the
+    # process (SIGSEGV) when the group coordinator was still loading on a fresh cluster.
+    consumer = Consumer({**admin_settings(config.cluster(route.source).client_properties()),
+                         "group.id": group_id(route), "enable.auto.commit": "false"})
+    try:
+        return list(consumer.committed(partitions, timeout=timeout))
+    finally:
+        consumer.close()
+
+
+def _stored_at(metadata: str | None) -> dt.datetime | None:
+    """The workers put the store time (epoch ms) in the commit metadata."""
+    millis = decode_note(metadata).stored_at_ms
+    return None if millis is None else dt.datetime.fromtimestamp(millis / 1000, tz=dt.UTC)

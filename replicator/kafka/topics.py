@@ -1,0 +1,107 @@
+"""Which source topics a route replicates right now, and their target topics.
+
+Evaluated at start and every few seconds: the config's patterns, the topics added
+or removed by hand (state DB), minus internal topics and topics that would loop.
+Target topics are created with the source's partition count (and grown when the
+source grew), copying the few topic configs that change what a topic can hold.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
+
+from replicator.errors import ClusterError
+
+log = logging.getLogger(__name__)
+
+# What a replica must share with its source to hold the same records; the rest
+# (and ACLs) is the metadata sync's job. message.timestamp.type is left out on
+# purpose: LogAppendTime on the target would overwrite the source timestamps.
+COPIED_CONFIGS = ("cleanup.policy", "max.message.bytes", "retention.ms", "retention.bytes",
+                  "min.compaction.lag.ms", "max.compaction.lag.ms", "segment.bytes")
+
+
+def source_partitions(admin: AdminClient, timeout: float = 10.0) -> dict[str, int]:
+    """Every topic of a cluster and its partition count."""
+    try:
+        meta = admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterError(f"cannot list topics: {exc.args[0].str()}", retriable=True) from exc
+    return {name: len(t.partitions) for name, t in meta.topics.items() if t.error is None}
+
+
+def _copied_configs(admin: AdminClient, topics: list[str]) -> dict[str, dict[str, str]]:
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
+    out: dict[str, dict[str, str]] = {}
+    for resource, future in admin.describe_configs(resources).items():
+        entries = future.result(timeout=15)
+        out[resource.name] = {
+            k: e.value for k, e in entries.items() if k in COPIED_CONFIGS and not e.is_default and e.value
+        }
+    return out
+
+
+def message_limits(admin: AdminClient, topics: list[str]) -> dict[str, int]:
+    """Each topic's ``max.message.bytes`` (the broker's default where the topic sets none)."""
+    if not topics:
+        return {}
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
+    limits = {}
+    for resource, future in admin.describe_configs(resources).items():
+        try:
+            entry = future.result(timeout=15).get("max.message.bytes")
+        except KafkaException:
+            continue  # unknown for now: records go to the target, which decides
+        if entry is not None and entry.value and entry.value.isdigit():
+            limits[resource.name] = int(entry.value)
+    return limits
+
+
+def create_sync_topic(target: AdminClient, name: str) -> None:
+    """The route's offset-syncs topic: one partition, so every sync of a source partition
+    lands, in order, in one log; compacted. "Already exists" is success."""
+    _settle(target.create_topics([NewTopic(name, num_partitions=1, replication_factor=-1,
+                                           config={"cleanup.policy": "compact"})], request_timeout=15), "create")
+
+
+def ensure_target_topics(
+    source: AdminClient, target: AdminClient, wanted: Mapping[str, tuple[str, int]]
+) -> list[str]:
+    """Create missing target topics (``target name -> (source name, partitions)``), grow small ones.
+
+    "Already exists" is success. Returns the target topics created or grown.
+    """
+    existing = source_partitions(target)
+    missing = {name: spec for name, spec in wanted.items() if name not in existing}
+    grow = {name: parts for name, (_, parts) in wanted.items() if name in existing and existing[name] < parts}
+    changed: list[str] = []
+    if missing:
+        configs = _copied_configs(source, [src for src, _ in missing.values()])
+        new = [NewTopic(name, num_partitions=parts, replication_factor=-1, config=configs.get(src, {}))
+               for name, (src, parts) in missing.items()]
+        changed += _settle(target.create_topics(new, request_timeout=15), "create")
+    if grow:
+        growth = [NewPartitions(name, parts) for name, parts in grow.items()]
+        changed += _settle(target.create_partitions(growth, request_timeout=15), "add partitions to")
+    return sorted(changed)
+
+
+def _settle(futures: Mapping[str, object], verb: str) -> list[str]:
+    done, problems = [], []
+    for name, future in futures.items():
+        try:
+            future.result(timeout=20)  # type: ignore[attr-defined]
+            done.append(name)
+            log.info("target topic %s topic=%s", verb, name)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.name() in ("TOPIC_ALREADY_EXISTS", "INVALID_PARTITIONS"):
+                continue  # another worker got there first
+            problems.append(f"cannot {verb} target topic {name}: {error.str()}")
+    if problems:
+        raise ClusterError("; ".join(problems))
+    return done

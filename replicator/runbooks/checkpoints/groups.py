@@ -1,0 +1,39 @@
+"""Consumer groups of a cluster: their ids, and how many active members each has."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from replicator.errors import ClusterError
+from replicator.runbooks.checkpoints.offsets import settled
+
+
+def list_groups(admin: AdminClient, what: str, timeout: float = 15.0) -> list[str]:
+    """Every consumer group id of the cluster (``what`` names it in errors), sorted."""
+    result = settled(lambda: admin.list_consumer_groups(request_timeout=timeout).result(timeout + 5),
+                     f"{what}: list consumer groups")
+    if result.errors:
+        error = result.errors[0]
+        raise ClusterError(f"{what}: list consumer groups: {error.name()}: {error.str()}",
+                           retriable=error.retriable())
+    return sorted({g.group_id for g in result.valid})
+
+
+def active_members(admin: AdminClient, groups: Iterable[str], what: str, timeout: float = 15.0) -> dict[str, int]:
+    """Active members of each group (0 for a group that is empty or does not exist)."""
+    out = {}
+    for group in sorted(set(groups)):
+        def describe(group: str = group) -> int:
+            future = admin.describe_consumer_groups([group], request_timeout=timeout)[group]
+            try:
+                return len(future.result(timeout + 5).members)
+            except KafkaException as exc:
+                if exc.args[0].name() == "GROUP_ID_NOT_FOUND":
+                    return 0
+                raise
+
+        out[group] = settled(describe, f"{what}: describe consumer group {group!r}")
+    return out

@@ -1,0 +1,88 @@
+"""Committed offsets of a group, read and written by a client that never joins the group.
+
+Not ``AdminClient.list_consumer_group_offsets``: with confluent-kafka 2.16 it crashed
+the process (SIGSEGV) while a fresh cluster's group coordinator was still loading. A
+consumer that never subscribes reads them with ``committed()`` and writes them with
+``commit(offsets=...)`` -- a commit the broker refuses (``UNKNOWN_MEMBER_ID``) when
+the group has members, which is what keeps an active group from being overwritten.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from replicator.domain.checkpoint import Partition
+from replicator.errors import ClusterError
+from replicator.kafka.clients import admin_settings
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# A fresh cluster's (or a new group's) coordinator answers these for a few seconds.
+SETTLING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
+
+
+def settled(call: Callable[[], T], what: str, patience: float = 20.0) -> T:
+    """``call()``, asked again while the coordinator settles; other Kafka errors as ClusterError naming ``what``."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return call()
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.name() in SETTLING and time.monotonic() < deadline:
+                time.sleep(0.5)
+                continue
+            raise ClusterError(f"{what}: {error.name()}: {error.str()}",
+                               retriable=error.retriable() or error.name() in SETTLING) from None
+
+
+def _client(properties: Mapping[str, str], group: str) -> Any:
+    return Consumer({**admin_settings(properties), "group.id": group, "enable.auto.commit": "false"})
+
+
+def read_committed(properties: Mapping[str, str], group: str, partitions: Iterable[Partition],
+                   what: str, timeout: float = 15.0) -> dict[Partition, int]:
+    """The group's committed offset of each partition that has one (``what`` names the cluster in errors)."""
+    wanted = [TopicPartition(topic, number) for topic, number in sorted(set(partitions))]
+    if not wanted:
+        return {}
+    consumer = _client(properties, group)
+    try:
+        found = settled(lambda: consumer.committed(wanted, timeout=timeout),
+                        f"{what}: committed offsets of group {group!r}")
+    finally:
+        consumer.close()
+    out = {}
+    for tp in found:
+        if tp.error is not None and tp.error.name() != "UNKNOWN_TOPIC_OR_PART":
+            raise ClusterError(f"{what}: committed offset of group {group!r} on {tp.topic}-{tp.partition}: "
+                               f"{tp.error.name()}: {tp.error.str()}", retriable=tp.error.retriable())
+        if tp.error is None and tp.offset >= 0:
+            out[(tp.topic, tp.partition)] = tp.offset
+    return out
+
+
+def commit(properties: Mapping[str, str], group: str, offsets: Mapping[Partition, int], what: str) -> None:
+    """Commit ``offsets`` for ``group`` without joining it; ClusterError when the broker refuses any."""
+    if not offsets:
+        return
+    wanted = [TopicPartition(topic, number, offset) for (topic, number), offset in sorted(offsets.items())]
+    consumer = _client(properties, group)
+    try:
+        done = settled(lambda: consumer.commit(offsets=wanted, asynchronous=False),
+                       f"{what}: commit of group {group!r}")
+    finally:
+        consumer.close()
+    refused = [tp for tp in done or () if tp.error is not None]
+    if refused:
+        first = refused[0]
+        raise ClusterError(f"{what}: commit of group {group!r} on {first.topic}-{first.partition}: "
+                           f"{first.error.name()}: {first.error.str()}")
+    log.info("committed group=%s partitions=%d cluster=%s", group, len(wanted), what)

@@ -1,0 +1,145 @@
+"""Everything one checkpoint run reads, in the order that keeps translation exact, then the pure work.
+
+1. the source's groups, filtered by the route (names asked for are checked first:
+   an unknown one stops the run before anything is read or written);
+2. the syncs topic, to learn which topics the route copied;
+3. the route's committed offsets on the source (``replicated_end``);
+4. the syncs topic again, to its new end: every sync those commits rely on;
+5. each group's committed offsets on the route's partitions, translated;
+6. when the route writes target groups: each group's members and committed
+   offsets on the target, and the plan of what to commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import groupby
+
+import pendulum
+from confluent_kafka.admin import AdminClient
+
+from replicator.config import Config, RouteConfig
+from replicator.domain.checkpoint import Checkpoint, Partition, checkpoints_of_group
+from replicator.domain.group_filter import requested_group_problems
+from replicator.domain.naming import group_id, sync_topic_name
+from replicator.domain.replication_policy import ReplicationPolicy
+from replicator.domain.target_group import TargetGroupState, TargetOffset, plan_target_group
+from replicator.domain.topic_selection import select_topics
+from replicator.errors import ClusterError, ConfigError, UsageError
+from replicator.kafka.admin import cluster_metadata
+from replicator.kafka.clients import admin_settings
+from replicator.kafka.topics import source_partitions
+from replicator.runbooks.checkpoints.groups import active_members, list_groups
+from replicator.runbooks.checkpoints.offsets import read_committed
+from replicator.runbooks.checkpoints.syncs import SyncLog
+
+
+@dataclass(frozen=True)
+class PreparedCheckpoints:
+    """A run read and translated, before anything is written."""
+
+    config: Config
+    route: RouteConfig
+    started_at: dt.datetime
+    groups: tuple[str, ...]
+    checkpoints: tuple[Checkpoint, ...]
+    target_offsets: tuple[TargetOffset, ...]  # empty unless the route writes target groups
+
+
+def prepare(config: Config, route_name: str, groups: Sequence[str] | None = None) -> PreparedCheckpoints:
+    """Read both clusters and translate (steps 1-6 of the module docstring); writes nothing."""
+    route = config.route(route_name)
+    started = pendulum.now("UTC")
+    policy = config.policy(route)
+    source, target = _properties(config, route.source), _properties(config, route.target)
+    on_source = f"route {route.name}: source {route.source!r}"
+    on_target = f"route {route.name}: target {route.target!r}"
+    _reachable(source, on_source)
+    _reachable(target, on_target)
+    admin = AdminClient(admin_settings(source))
+    chosen = _choose_groups(route, list_groups(admin, on_source), groups)
+    if not chosen:
+        return PreparedCheckpoints(config, route, started, (), (), ())
+    log = SyncLog(target, sync_topic_name(route), on_target)
+    try:
+        log.read_to_end()
+        topics = _route_topics(config, route, policy, _source_topics(admin, on_source), {t for t, _ in log.syncs})
+        partitions = [(t, p) for t, count in sorted(topics.items()) for p in range(count)]
+        replicated_end = read_committed(source, group_id(route), partitions, on_source)
+        log.read_to_end()
+    finally:
+        log.close()
+    target_of = {t: policy.format_remote_topic(route.source, t) for t in topics}
+    syncs = log.syncs
+    checkpoints = [c for group in chosen for c in checkpoints_of_group(
+        group, read_committed(source, group, partitions, on_source), syncs, replicated_end, target_of)]
+    plan: list[TargetOffset] = []
+    if route.checkpoints.write_target_groups:
+        plan = _plan_targets(target, checkpoints, on_target)
+    return PreparedCheckpoints(config, route, started, tuple(chosen), tuple(checkpoints), tuple(plan))
+
+
+def _properties(config: Config, cluster: str) -> dict[str, str]:
+    return config.cluster(cluster).client_properties()
+
+
+def _reachable(properties: dict[str, str], what: str) -> None:
+    """Fail in seconds, naming the cluster and the cause (refused login, TLS, timeout), before any long wait."""
+    try:
+        cluster_metadata(properties, timeout=5.0)
+    except ClusterError as exc:
+        raise ClusterError(f"{what}: {exc}", retriable=exc.retriable) from None
+
+
+def _source_topics(admin: AdminClient, what: str) -> dict[str, int]:
+    try:
+        return source_partitions(admin)
+    except ClusterError as exc:
+        raise ClusterError(f"{what}: {exc}", retriable=exc.retriable) from None
+
+
+def _choose_groups(route: RouteConfig, existing: list[str], requested: Sequence[str] | None) -> list[str]:
+    group_filter = route.checkpoints.group_filter
+    if requested is None:
+        return group_filter.select(existing)
+    problems = requested_group_problems(requested, existing, group_filter)
+    if problems:
+        raise UsageError("\n".join(f"route {route.name}: source {route.source!r}: {p}" for p in problems))
+    return sorted(set(requested))
+
+
+def _route_topics(config: Config, route: RouteConfig, policy: ReplicationPolicy, on_source: dict[str, int],
+                  synced: set[str]) -> dict[str, int]:
+    """Source topic -> partitions: what the route selects now, and every existing topic it has syncs of."""
+    added, removed = _manual_topics(config, route)
+    selected = select_topics(on_source, route.topic_filter, policy, route.target, added, removed)
+    return {**{t: on_source[t] for t in synced if t in on_source}, **selected.partitions}
+
+
+def _manual_topics(config: Config, route: RouteConfig) -> tuple[set[str], set[str]]:
+    """Topics added or removed by ``mirrorflow topics`` (the workers read the same rows)."""
+    from replicator.state.route_link import StateLink
+    from replicator.state.store import StateStore
+
+    store = StateStore(config.state.url)
+    try:
+        return StateLink(route, store).manual_topics()
+    except ConfigError:  # the route was never registered: nobody added or removed a topic by hand
+        return set(), set()
+    finally:
+        store.close()
+
+
+def _plan_targets(target: dict[str, str], checkpoints: list[Checkpoint], what: str) -> list[TargetOffset]:
+    translated = {c.group for c in checkpoints if c.translated}
+    members = active_members(AdminClient(admin_settings(target)), translated, what) if translated else {}
+    plan: list[TargetOffset] = []
+    for group, items in groupby(checkpoints, key=lambda c: c.group):
+        own = list(items)
+        wanted: list[Partition] = [(c.target_topic, c.partition) for c in own if c.translated]
+        count = members.get(group, 0)
+        current = read_committed(target, group, wanted, what) if wanted and count == 0 else {}
+        plan += plan_target_group(own, TargetGroupState(group, count, current))
+    return plan

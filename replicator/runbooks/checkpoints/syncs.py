@@ -1,0 +1,112 @@
+"""The route's offset-syncs topic (one partition on the target), read from its start to its end.
+
+Read twice per run: once to learn which topics have syncs, then -- after the
+route's committed offsets were read -- again, for the tail written meanwhile. The
+hot path commits an offset only once the syncs explaining it are acknowledged, so
+the second read holds every sync the committed offsets rely on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+
+from replicator.domain.checkpoint import Partition
+from replicator.domain.offset_sync import OffsetSync, decode_sync
+from replicator.errors import ClusterError, MirrorFlowError
+from replicator.kafka.clients import admin_settings
+
+_MISSING = ("UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC")
+
+
+class CorruptSync(MirrorFlowError):
+    """A record of the offset-syncs topic cannot be decoded: no translation is trusted."""
+
+
+class SyncLog:
+    """The syncs read so far, per source partition."""
+
+    def __init__(self, properties: Mapping[str, str], topic: str, what: str, timeout: float = 30.0) -> None:
+        """Nothing is read before :meth:`read_to_end`."""
+        self.topic, self.what, self.timeout = topic, what, timeout
+        self._properties = dict(properties)
+        self._consumer: Any = None
+        self._position = 0
+        self._syncs: dict[Partition, list[OffsetSync]] = defaultdict(list)
+
+    @property
+    def syncs(self) -> dict[Partition, list[OffsetSync]]:
+        """Every sync read, by source (topic, partition), in log order."""
+        return dict(self._syncs)
+
+    def read_to_end(self) -> int:
+        """Read up to the partition's current end; returns how many records were read this time."""
+        end = self._end()
+        if end is None or self._position >= end:
+            return 0
+        if self._consumer is None:
+            self._consumer = Consumer({**admin_settings(self._properties), "group.id": "mirrorflow-checkpoints-reader",
+                                       "enable.auto.commit": "false", "enable.partition.eof": "false"})
+            self._consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+        read, deadline = 0, time.monotonic() + self.timeout
+        while self._position < end:
+            batch = self._consumer.consume(1000, 0.1)  # returns early only with 1000 records: keep it short
+            for message in batch:
+                if message.error() is not None:
+                    raise ClusterError(f"{self.what}: reading {self.topic}: {message.error().str()}",
+                                       retriable=message.error().retriable())
+                self._position = message.offset() + 1
+                self._add(message.offset(), message.key(), message.value())
+                read += 1
+            if not batch:
+                self._position = max(self._position, self._consumed_to())
+                if self._position < end and time.monotonic() > deadline:
+                    raise ClusterError(f"{self.what}: reading {self.topic} timed out at offset {self._position} "
+                                       f"of {end}", retriable=True)
+        return read
+
+    def close(self) -> None:
+        """Release the consumer (safe to call twice)."""
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    def _end(self) -> int | None:
+        probe = Consumer({**admin_settings(self._properties), "group.id": "mirrorflow-checkpoints-reader"})
+        try:
+            return int(probe.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=self.timeout)[1])
+        except KafkaException as exc:
+            if exc.args[0].name() in _MISSING:
+                return None  # the route never ran: no sync yet
+            raise ClusterError(f"{self.what}: end of {self.topic}: {exc.args[0].str()}",
+                               retriable=exc.args[0].retriable()) from None
+        finally:
+            probe.close()
+
+    def _consumed_to(self) -> int:
+        # Past compacted-away offsets at the end, the position moves on without a record.
+        position = self._consumer.position([TopicPartition(self.topic, 0)])[0].offset
+        return int(position) if position >= 0 else 0
+
+    def _add(self, offset: int, key: bytes | None, value: bytes | None) -> None:
+        if key is None or value is None:
+            return  # not a sync (the hot path writes neither null keys nor tombstones)
+        try:
+            sync = decode_sync(key, value)
+        except ValueError as exc:
+            raise CorruptSync(f"{self.what}: {self.topic} offset {offset}: {exc}") from None
+        self._syncs[(sync.topic, sync.partition)].append(sync)
+
+
+def first_copies(properties: Mapping[str, str], topic: str, what: str) -> dict[Partition, int]:
+    """The first source offset a route copied, per source partition: the lowest run start of its syncs."""
+    log = SyncLog(properties, topic, what)
+    try:
+        log.read_to_end()
+        return {partition: min(s.source_offset for s in runs) for partition, runs in log.syncs.items() if runs}
+    finally:
+        log.close()

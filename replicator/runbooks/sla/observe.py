@@ -1,0 +1,103 @@
+"""Measure a route for its SLA: newest heartbeat on the target, lag, latest audit."""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from replicator.config import Config, RouteConfig
+from replicator.domain.heartbeat import heartbeat_topic, latest_heartbeat
+from replicator.domain.sla import Observation
+from replicator.errors import MirrorFlowError
+from replicator.kafka.clients import admin_settings
+
+TAIL = 1000  # records read at the end of each heartbeat partition (several routes may share a source)
+
+
+def heartbeat_topic_on_target(config: Config, route: RouteConfig) -> str:
+    """The replica of the route's heartbeat topic (``<source>.mirrorflow-heartbeats.<route>`` under prefix)."""
+    return config.policy(route).format_remote_topic(route.source, heartbeat_topic(route.name))
+
+
+def newest_heartbeat_ms(config: Config, route: RouteConfig, timeout: float = 15.0) -> int | None:
+    """Emitted-at (epoch ms) of the route's newest heartbeat on the target; None when there is none.
+
+    Raises MirrorFlowError naming the target cluster when it cannot be read.
+    """
+    topic = heartbeat_topic_on_target(config, route)
+    consumer = Consumer({**admin_settings(config.cluster(route.target).client_properties()),
+                         "group.id": f"mirrorflow-sla-{route.name}", "enable.auto.commit": "false",
+                         "enable.partition.eof": "false"})  # never subscribes: reads, joins nothing
+    try:
+        values = _tail(consumer, topic, timeout)
+    except KafkaException as exc:
+        raise MirrorFlowError(f"target {route.target!r}: topic {topic}: {exc.args[0].str()}") from None
+    finally:
+        consumer.close()
+    beat = latest_heartbeat(values, route.source, route.name)
+    return None if beat is None else beat.emitted_at_ms
+
+
+def _tail(consumer: Consumer, topic: str, timeout: float) -> list[bytes | None]:
+    meta = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+    if meta is None or meta.error is not None:
+        return []  # not replicated (yet): no heartbeat there
+    ends, start = {}, []
+    for partition in meta.partitions:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+        if high > low:
+            ends[partition] = high
+            start.append(TopicPartition(topic, partition, max(low, high - TAIL)))
+    if not start:
+        return []
+    consumer.assign(start)
+    values: list[bytes | None] = []
+    done: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while len(done) < len(ends) and time.monotonic() < deadline:
+        for message in consumer.consume(500, 0.5):
+            if message.error() is not None:
+                raise KafkaException(message.error())
+            values.append(message.value())
+            partition, offset = message.partition() or 0, message.offset() or 0
+            if offset + 1 >= ends[partition]:
+                done.add(partition)
+    return values
+
+
+def observe_route(config: Config, route: RouteConfig, at_ms: int, timeout: float = 15.0) -> Observation:
+    """Everything the route's SLA checks need, each part's failure kept as its ``*_error``."""
+    from replicator.kafka.route_status import route_status
+
+    beat_ms = beat_error = None
+    if route.sla.heartbeats:
+        try:
+            beat_ms = newest_heartbeat_ms(config, route, timeout)
+        except MirrorFlowError as exc:
+            beat_error = str(exc)
+    total = worst = lag_error = None
+    try:
+        partitions = route_status(config, route, timeout)
+        total = sum(p.lag for p in partitions)
+        top = max(partitions, key=lambda p: p.lag, default=None)
+        worst = None if top is None else (top.topic, top.partition, top.lag)
+    except MirrorFlowError as exc:
+        lag_error = str(exc)
+    run_key, status, missing = _latest_audit(config, route)
+    return Observation(route.name, at_ms, beat_ms, beat_error, total, worst, lag_error, run_key, status, missing)
+
+
+def _latest_audit(config: Config, route: RouteConfig) -> tuple[str | None, str | None, int]:
+    from replicator.state.audits import audit_runs
+    from replicator.state.store import StateStore
+
+    store = StateStore(config.state.url)
+    try:
+        with store.session() as session:
+            runs = audit_runs(session, route.name, limit=1)
+    finally:
+        store.close()
+    if not runs:
+        return None, None, 0
+    return runs[0].run_key, runs[0].status.value, runs[0].counts.missing

@@ -1,0 +1,150 @@
+"""The worker's view of the state DB: topics added or removed by hand, statuses, losses.
+
+A state DB that does not answer never stops replication. The link logs once when it
+goes away (naming why) and once when it answers again. Meanwhile reads are answered
+with what the DB last said (a hold is unknown: see :meth:`StateLink.held`), and writes
+-- topic statuses and, above all, exact lost ranges -- are kept in order and stored
+when it answers; each is an upsert, so one stored twice (its first answer was lost on
+the way back) is harmless. While it is away, it is asked again every ``retry_seconds``
+and only once each time, so the hot path that calls here is not held up by retries.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from replicator.config import RouteConfig
+from replicator.domain.route_topic import AddedBy, DesiredState, RouteTopic, TopicStatus
+from replicator.errors import ConfigError, StateStoreError
+from replicator.state import repository
+from replicator.state.outage import RETRY_SECONDS, Outage
+
+if TYPE_CHECKING:
+    from replicator.state.store import StateStore
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+_UNANSWERED = (StateStoreError, SQLAlchemyError)
+
+
+@dataclass(frozen=True, slots=True)
+class _Write:
+    what: str  # for the log, should the worker stop before the DB answers
+    work: Callable[[Session], object]
+
+
+class StateLink:
+    """Reads and writes the route's rows in the process's one StateStore (or none)."""
+
+    def __init__(self, route: RouteConfig, store: StateStore | None, retry_seconds: float = RETRY_SECONDS) -> None:
+        self.route, self._store = route, store
+        self._outage = Outage(route.name, store.url if store else "", retry_seconds)
+        self._kept: deque[_Write] = deque()
+        self._manual: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+
+    def manual_topics(self) -> tuple[set[str], set[str]]:
+        """Topics added (replicate) and removed/paused by ``mirrorflow topics``.
+
+        While the DB is away, what it said last: its silence must not resume a paused topic.
+        """
+        def work(session: Session) -> list[RouteTopic]:
+            try:
+                return repository.route_topics(session, self.route.name)
+            except ConfigError:
+                return []  # a route no worker has registered yet: nothing was added or removed by hand
+
+        rows = self._read(work)
+        if rows is not None:
+            wanted = [r for r in rows if r.desired_state == DesiredState.REPLICATE]
+            self._manual = (frozenset(r.topic for r in wanted if r.added_by == AddedBy.CLI),
+                            frozenset(r.topic for r in rows if r.desired_state != DesiredState.REPLICATE))
+        return set(self._manual[0]), set(self._manual[1])
+
+    def held(self) -> str | None:
+        """Why the route must stop now: a failover holds it (None: it may run, or the DB did not answer)."""
+        from replicator.state.failovers import route_hold
+
+        hold = self._read(lambda session: route_hold(session, self.route.name))
+        if hold is None:
+            return None
+        return (f"failover run {hold.run_id} moved the applications to {hold.target!r} while this worker ran: "
+                f"it stopped (copying {self.route.source!r} onto {hold.target!r} now would mix old records into "
+                "what they read)")
+
+    def replicating(self, started: list[str], stopped: list[str]) -> None:
+        """Record which topics the route now copies, and which it stopped copying."""
+        def work(session: Session) -> None:
+            known = {r.topic for r in repository.route_topics(session, self.route.name)}
+            for topic in started:
+                if topic not in known:
+                    repository.set_topic(session, self.route.name, topic, DesiredState.REPLICATE, AddedBy.CONFIG)
+                repository.report_status(session, self.route.name, topic, TopicStatus.REPLICATING)
+            for topic in set(stopped) & known:
+                repository.report_status(session, self.route.name, topic, TopicStatus.STOPPED)
+
+        self._write(_Write(f"status started={started} stopped={stopped}", work))
+
+    def recreated(self, topic: str, detail: str) -> None:
+        """Note on the topic's row that it was deleted and created again, and is copied anew."""
+        self._write(_Write(f"status recreated topic={topic}", lambda session: repository.report_status(
+            session, self.route.name, topic, TopicStatus.REPLICATING, detail)))
+
+    def data_loss(self, topic: str, partition: int, lost: tuple[int, int]) -> None:
+        """Store an exact lost range (kept until the DB answers)."""
+        self._write(_Write(f"data_loss topic={topic} partition={partition} from={lost[0]} to_exclusive={lost[1]}",
+                           lambda session: repository.record_data_loss(session, self.route.name, topic, partition,
+                                                                       lost)))
+
+    def close(self) -> None:
+        """Ask the DB once more for the writes still kept; log, as an error, those that never reached it."""
+        self._outage.retry_now()
+        if self._store is not None and self._kept and not self._flush():
+            log.error("state database unavailable at stop, these writes were not stored route=%s count=%d "
+                      "writes=%s", self.route.name, len(self._kept), "; ".join(w.what for w in self._kept))
+
+    def _read(self, work: Callable[[Session], T]) -> T | None:
+        if self._store is None:
+            return None
+        if self._flush():
+            try:
+                result = self._call(work)
+            except _UNANSWERED as exc:
+                self._outage.failed(exc)
+            else:
+                self._outage.answered()
+                return result
+        self._outage.skipped_reads += 1
+        return None
+
+    def _write(self, write: _Write) -> None:
+        if self._store is None:
+            return
+        self._kept.append(write)
+        if self._flush():
+            self._outage.answered()
+        else:
+            self._outage.skipped_writes += 1
+
+    def _flush(self) -> bool:
+        """Store the kept writes, oldest first; False (they stay kept) when the DB does not answer."""
+        if not self._outage.may_ask():
+            return False
+        while self._kept:
+            try:
+                self._call(self._kept[0].work)
+            except _UNANSWERED as exc:
+                self._outage.failed(exc)
+                return False
+            self._kept.popleft()
+        return True
+
+    def _call(self, work: Callable[[Session], T]) -> T:
+        assert self._store is not None
+        return self._store.run(work, attempts=1 if self._outage.away else 3)
