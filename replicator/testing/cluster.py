@@ -65,6 +65,9 @@ class FakeCluster:
         # Deliveries to report without an offset, as librdkafka does for a retried request the broker had
         # already written (DUPLICATE_SEQUENCE_NUMBER after a frozen broker thaws).
         self.offsetless_deliveries = 0
+        # (topic, partition) missing from the producers' metadata for a while: produce() refuses new records
+        # for it and the queued ones fail "Local: Unknown partition", unwritten (as librdkafka does)
+        self.hidden_partitions: set[tuple[str, int]] = set()
         # Requests to time out before answering again, by name ("committed", "list_topics", ...).
         self.failures: dict[str, int] = {}
 

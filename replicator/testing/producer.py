@@ -58,7 +58,7 @@ class FakeProducer:
             known = self.cluster.topics.get(topic)
             if known is None:
                 raise KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC, "Local: Unknown topic"))
-            if partition >= len(known.logs):
+            if partition >= len(known.logs) or (topic, partition) in self.cluster.hidden_partitions:
                 raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, "Local: Unknown partition"))
         self.queue.append(Queued(topic, partition, key, value, headers, timestamp,
                                  on_delivery or callback or self.on_delivery))
@@ -91,6 +91,8 @@ class FakeProducer:
         while self.queue and self._reachable() and (limit is None or served < limit):
             item = self.queue[0]
             try:
+                if (item.topic, item.partition) in self.cluster.hidden_partitions:
+                    raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, "Local: Unknown partition"))
                 offset = self.cluster.append(item.topic, item.partition, item.key, item.value,
                                              item.headers, item.timestamp)
                 error = None

@@ -179,13 +179,19 @@ class GroupMember:
                         "copies them again (duplicates, no loss) route=%s partitions=%d records=%d",
                         self.route.name, len(keys), unsettled)
 
-    def _start_over(self) -> None:
-        """Copy every owned partition again from its last acknowledged record (the producer they went to
-        is replaced): commit what was acknowledged, forget what is in flight, place them afresh."""
+    def _start_over(self, only: set[TP] | None = None) -> None:
+        """Copy owned partitions again from their last acknowledged record: commit what was acknowledged,
+        forget what is in flight, place them afresh. All of them when the producer they went to is replaced
+        (its reports never come); else ``only`` these, whose later reports still come and settle retired
+        ledgers without committing anything."""
         consumer = self.consumer
-        self._commit_now()
-        keys = set(self.inflight.ledgers)
-        self.inflight.abandon()
+        self._commit_now(only)
+        if only is None:
+            keys = set(self.inflight.ledgers)
+            self.inflight.abandon()
+        else:
+            keys = only & set(self.inflight.ledgers)
+            self.inflight.close(keys)
         self.backlog = deque(m for m in self.backlog if (m.topic(), m.partition()) not in keys)
         consumer.pause([TopicPartition(*key) for key in sorted(keys)])
         self.unplaced |= keys

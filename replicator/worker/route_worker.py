@@ -69,6 +69,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
+# The target partition (or topic) is not in the producer's metadata: a partition just added, metadata that went
+# back for a moment, a topic being created again. Transient: the records are copied again once it is there.
+NOT_THERE = (KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC)
 
 
 class RouteFailed(MirrorFlowError):
@@ -106,6 +109,7 @@ class RouteWorker(GroupMember):
         self.add_origin = route.policy != "prefix" and route.loop_check
         self.inflight = InFlight()
         self.unplaced: set[TP] = set()  # assigned, paused, not yet positioned
+        self.replays: set[TP] = set()  # records of these failed as "not there": copy again from the failed one
         self.resets: set[TP] = set()  # fell off the log; their recovery is still to be done
         self.backlog: deque[Message] = deque()
         self.paused = False  # the whole assignment, by a full producer queue
@@ -184,6 +188,8 @@ class RouteWorker(GroupMember):
             self._drain()
             self._send_syncs()
             self.producer.poll(0.05 if self.backlog else 0)  # a full queue: wait for room
+            if self.replays:
+                self._replay()
             self._watch_producer()
             self._store_offsets()
             self._report_backpressure()
@@ -302,13 +308,23 @@ class RouteWorker(GroupMember):
         except BufferError:
             return False
         except KafkaException as exc:
-            if exc.args[0].code() in (KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC):
+            if exc.args[0].code() in NOT_THERE:
                 self._target_not_ready(target, partition)
                 return False  # kept, in order, until the target has the partition
             self._refuse(message, exc.args[0].str())  # refused before it left: too large for the producer
             return True
         self.inflight.produced((topic, partition), offset_of(message), target if target in self.merged else None)
         return True
+
+    def _replay(self) -> None:
+        """Records the producer had taken failed as "not there" (its metadata lost the partition after it took
+        them): copy their partitions again from the first failed record, once the target has them."""
+        keys, self.replays = self.replays, set()
+        log.warning("target partition missing for records already sent, copying them again route=%s partitions=%s",
+                    self.route.name, ",".join(f"{t}[{p}]" for t, p in sorted(keys)))
+        metrics.ERRORS.labels(self.route.name, "replayed").inc()
+        self._start_over(keys)
+        self.subscription.force_refresh()
 
     def _target_not_ready(self, target: str, partition: int) -> None:
         """A source partition arrived before its target partition: the group assigns a partition added to
@@ -405,6 +421,10 @@ class RouteWorker(GroupMember):
             return
         if not live:
             ledger.delivered()  # a record of a partition handed over meanwhile: settled, commits nothing
+            return
+        if error is not None and error.code() in NOT_THERE:
+            ledger.block(ledger.delivered())  # not written: never commit at or past it; the loop copies it again
+            self.replays.add(key)
             return
         if error is not None:
             if error.code() == KafkaError.MSG_SIZE_TOO_LARGE:

@@ -270,3 +270,25 @@ def test_a_frozen_target_is_waited_for_not_taken_for_a_wedged_producer(kafka: Fa
     assert worker.worker._producer is producer
     assert "producer replaced" not in caplog.text
     assert_nothing_lost(kafka)
+
+
+def test_records_failed_as_unknown_partition_after_the_producer_took_them_are_copied_again(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the 100-fault run (partitions added): a delivery failed with "Local: Unknown partition" after
+    produce() had taken the record (the producer's metadata lost the partition for a moment), and the worker
+    stopped as if the target had refused the record."""
+    produce(kafka["source"], 100)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    kafka["target"].freeze()  # records queue up in the producer
+    produce(kafka["source"], 100, start=100)
+    wait_until(lambda: len(worker.worker.inflight.ledgers.get((TOPIC, 0), ())) > 0, what="records of [0] in flight",
+               alive=(worker,))
+    kafka["target"].hidden_partitions.add((REPLICA, 0))
+    kafka["target"].thaw()
+    wait_until(lambda: "copying them again" in caplog.text, what="the failed records taken back", alive=(worker,))
+    kafka["target"].hidden_partitions.clear()
+    wait_until(lambda: all_copied(kafka), what="the copy after the partition came back", alive=(worker,))
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+    assert committed(kafka) == {p: 200 for p in range(PARTITIONS)}
