@@ -80,13 +80,10 @@ def seed(state_url: str, now: dt.datetime) -> None:
                            (PartitionRange(0, 0, 40, True), PartitionRange(1, 0, 0, True)),
                            now - dt.timedelta(minutes=50), BackfillStatus.DONE, written=40,
                            finished_at=now - dt.timedelta(minutes=49))
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         store.run(lambda s: record_audit(s, audit_report(now)))
         store.run(lambda s: record_step(s, states, events, ms))
         store.run(lambda s: save_checkpoints(s, ROUTE, checkpoints, now - dt.timedelta(minutes=2)))
         store.run(lambda s: save_run(s, run))
         store.run(lambda s: save_failback(s, back))
         store.run(lambda s: save_backfill(s, backfill))
-    finally:
-        store.close()

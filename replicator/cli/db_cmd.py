@@ -25,12 +25,9 @@ def upgrade_db(args: argparse.Namespace) -> int:
     from replicator.state.store import StateStore, current_revision
 
     config = config_of(args)
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         with store.session() as session:
             routes = register_routes(session, config.routes)
         print(f"state database at revision {current_revision(store.engine)}: {store.engine.url!r}")
         print(f"routes registered: {', '.join(routes) or 'none'}")
-    finally:
-        store.close()
     return 0

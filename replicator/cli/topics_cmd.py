@@ -36,13 +36,10 @@ def change_topic(args: argparse.Namespace) -> int:
     config = config_of(args)
     route = config.route(args.route)
     desired = DesiredState.REPLICATE if args.desired == "add" else DesiredState.REMOVED
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         with store.session() as session:
             register_routes(session, [route])
             row = set_topic(session, route.name, args.topic, desired, AddedBy.CLI)
-    finally:
-        store.close()
     print(f"route {route.name}: topic {row.topic} -> {row.desired_state}")
     return 0
 
@@ -54,13 +51,10 @@ def list_topics(args: argparse.Namespace) -> int:
 
     config = config_of(args)
     route = config.route(args.route)
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         with store.session() as session:
             register_routes(session, [route])
             rows = route_topics(session, route.name)
-    finally:
-        store.close()
     print(table(["topic", "wanted", "status", "added by", "updated"],
                 [[r.topic, r.desired_state, r.status, r.added_by, r.updated_at] for r in rows]))
     return 0

@@ -57,9 +57,6 @@ def prepare_state(config: Config) -> list[str]:
     from replicator.state.repository import register_routes  # SQLAlchemy: only when needed
     from replicator.state.store import StateStore
 
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         with store.session() as session:
             return register_routes(session, config.routes)
-    finally:
-        store.close()

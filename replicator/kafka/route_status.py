@@ -69,11 +69,8 @@ def _manual_topics(config: Config, route: RouteConfig) -> tuple[set[str], set[st
     from replicator.state.route_link import StateLink
     from replicator.state.store import StateStore
 
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         return StateLink(route, store).manual_topics()
-    finally:
-        store.close()
 
 
 def _committed(config: Config, route: RouteConfig, partitions: list[TopicPartition],

@@ -75,8 +75,5 @@ class SqlRunStore(Generic[R]):
     def _do(self, work: Callable[[Session], T]) -> T:
         from replicator.state.store import StateStore
 
-        store = StateStore(self.url)
-        try:
+        with StateStore(self.url) as store:
             return store.run(work)
-        finally:
-            store.close()

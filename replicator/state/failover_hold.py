@@ -35,11 +35,8 @@ def refuse_if_failed_over(config: Config, route: RouteConfig, store: StateStore 
     if store is None:
         from replicator.state.store import StateStore
 
-        own = StateStore(config.state.url)
-        try:
+        with StateStore(config.state.url) as own:
             return refuse_if_failed_over(config, route, own)
-        finally:
-            own.close()
     hold = store.run(lambda session: route_hold(session, route.name))
     if hold is not None:
         stopped = hold.stopped_at.astimezone(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -55,9 +52,6 @@ def release(config: Config, route: RouteConfig, now: dt.datetime) -> list[int]:
     from replicator.state.failovers import release_route
     from replicator.state.store import StateStore
 
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         with store.session() as session:
             return release_route(session, route.name, now)
-    finally:
-        store.close()

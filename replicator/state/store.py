@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from types import TracebackType
+from typing import Self, TypeVar
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
@@ -21,7 +24,7 @@ from replicator.errors import StateStoreError
 from replicator.paths import SQL_DIR
 from replicator.state.db_errors import shown_url, state_error
 from replicator.state.engine import make_engine
-from replicator.state.migration_lock import advisory_lock, file_lock
+from replicator.state.migration_lock import advisory_lock, file_lock, sqlite_file
 
 __all__ = ["StateStore", "current_revision", "head_revision", "make_engine", "upgrade"]
 
@@ -83,14 +86,52 @@ def upgrade(engine: Engine) -> tuple[str | None, str | None]:
                               f"{redact_url(str(exc).splitlines()[0])}") from None
 
 
+_at_head: set[str] = set()  # the URLs this process found (or brought) at the newest migration
+_url_locks: dict[str, threading.Lock] = {}
+_url_locks_guard = threading.Lock()
+
+
+def _reset_after_fork() -> None:
+    global _url_locks_guard  # a lock another thread held at the fork would stay held in the child
+    _url_locks_guard = threading.Lock()
+    _url_locks.clear()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def _migrate_once(url: str, engine: Engine) -> None:
+    """:func:`upgrade` the first time this process opens ``url``; later stores of it skip the check.
+
+    A store is opened per task, per runbook step, per CLI command: checking the schema each time
+    cost a connection and a read of the version table. Threads opening one URL together wait for
+    the first; a failed check is not remembered, so the next store asks again. Other processes
+    are kept apart by :mod:`replicator.state.migration_lock`.
+    """
+    if engine.url.get_backend_name() == "sqlite" and sqlite_file(engine.url) is None:
+        upgrade(engine)  # in memory: each engine is a new, empty database
+        return
+    if url in _at_head:
+        return
+    with _url_locks_guard:
+        lock = _url_locks.setdefault(url, threading.Lock())
+    with lock:
+        if url not in _at_head:
+            upgrade(engine)
+            _at_head.add(url)
+
+
 class StateStore:
-    """The state database of one config: migrated on first use, then sessions."""
+    """The state database of one config: migrated on first use, then sessions.
+
+    A context manager: ``with StateStore(url) as store:`` closes it however the block ends.
+    """
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = make_engine(url)
         try:
-            upgrade(self.engine)
+            _migrate_once(url, self.engine)
         except BaseException:
             self.engine.dispose()  # a caller that waits for the database opens a new store each time
             raise
@@ -124,3 +165,12 @@ class StateStore:
     def close(self) -> None:
         """Release the connections."""
         self.engine.dispose()
+
+    def __enter__(self) -> Self:
+        """The store itself; it is closed when the block ends."""
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        """Close the store; an error raised in the block goes on."""
+        self.close()

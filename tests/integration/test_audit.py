@@ -138,13 +138,10 @@ def test_a_replica_made_by_the_route_audits_clean_and_its_tail_is_pending(spark,
     assert summary["counts"] == {"source": PARTITIONS * (IN_WINDOW + TAIL) - 1, "target": PARTITIONS * IN_WINDOW - 1,
                                  "pending": PARTITIONS * TAIL, "missing": 0, "duplicates": 0, "extra": 0}
     assert summary["topics"][scenario.topic]["replica"] == scenario.replica
-    store = StateStore(f"sqlite:///{scenario.work / 'state.db'}")
-    try:
+    with StateStore(f"sqlite:///{scenario.work / 'state.db'}") as store:
         with store.session() as session:
             [run] = audits.audit_runs(session, "p2b")
             report = audits.audit_report(session, "clean-1")
-    finally:
-        store.close()
     assert (run.run_key, run.status.value, run.counts.pending) == ("clean-1", "clean", PARTITIONS * TAIL)
     assert report is not None and len(report.results) == summary["buckets"] >= PARTITIONS * 10
 
@@ -193,12 +190,9 @@ def test_lost_duplicated_and_foreign_records_are_named_by_offset(spark, scenario
     assert found[(2, "extra")]["extra"] == [[extra_at, extra_at]]
     assert found[(0, "missing")]["bucket_start"] == _iso(_record(0, 10).timestamp // 60_000 * 60_000)
     assert f"offsets {OLD + 10} (audit broken-1)" in str(caught.value)
-    store = StateStore(f"sqlite:///{config.parent / 'state.db'}")
-    try:
+    with StateStore(f"sqlite:///{config.parent / 'state.db'}") as store:
         with store.session() as session:
             report = audits.audit_report(session, "broken-1")
-    finally:
-        store.close()
     assert report is not None and report.status.value == "missing"
     assert next((r.key.partition, r.status.value, str(r.missing[0]) if r.missing else None)
                 for r in report.findings()) == (0, "missing", str(OLD + 10))

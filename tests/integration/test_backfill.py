@@ -148,11 +148,8 @@ def _the_same_backfill_again_is_refused_and_the_first_is_recorded(scenario: Scen
     assert "pass overlap_ok (--overlap-ok) to copy them again anyway" in err
     replica = read_all(backup.bootstrap_servers, f"primary.{scenario.topic}", PARTITIONS)
     assert {p: len(replica[p]) for p in range(PARTITIONS)} == {p: NEW + OLD for p in range(PARTITIONS)}
-    store = StateStore(load_config(scenario.config, {}).state.url)
-    try:
+    with StateStore(load_config(scenario.config, {}).state.url) as store:
         stored = store.run(lambda s: runs(s, scenario.route, scenario.topic))
-    finally:
-        store.close()
     assert [(r.run_key, r.status, r.mode, r.written, r.total, r.overlap_ok, r.error) for r in stored] == [
         (key, BackfillStatus.DONE, BackfillMode.TIME, PARTITIONS * OLD, PARTITIONS * OLD, False, None)]
     assert stored[0].ranges == tuple(PartitionRange(p, 0, OLD, True) for p in range(PARTITIONS))

@@ -81,8 +81,5 @@ def _runs(config: Path, route: str) -> list[BackfillRun]:
     from replicator.state.backfills import runs
     from replicator.state.store import StateStore
 
-    store = StateStore(load_config(config, {}).state.url)
-    try:
+    with StateStore(load_config(config, {}).state.url) as store:
         return store.run(lambda s: runs(s, route))
-    finally:
-        store.close()

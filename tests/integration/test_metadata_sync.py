@@ -122,13 +122,10 @@ def test_new_topic_appears_with_partitions_and_copyable_configs(tmp_path: Path, 
     assert overrides(target, replica) == {"retention.ms": "3600000", "cleanup.policy": "compact",
                                           "max.message.bytes": "200000"}
     assert sync_route(config, ROUTE)["changes"] == []  # a second run plans nothing
-    store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
-    try:
+    with StateStore(f"sqlite:///{tmp_path / 'state.db'}") as store:
         with store.session() as session:
             runs = repository.sync_runs(session, ROUTE)
             topics = repository.route_topics(session, ROUTE)
-    finally:
-        store.close()
     assert [len(r.changes) for r in runs] == [0, 1] and runs[1].changes[0].outcome == "applied"
     assert [(t.topic, t.added_by) for t in topics] == [(f"{unique_name}.orders", "discovery")]
 
@@ -228,12 +225,9 @@ def test_dry_run_changes_nothing(tmp_path: Path, secured: tuple[str, str], admin
     assert re.search(rf"create topic +topic {re.escape(replica)} +from {re.escape(topic)}, 2 partitions, "
                      r"retention.ms=3600000", out)
     assert partitions(target, replica) is None
-    store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
-    try:
+    with StateStore(f"sqlite:///{tmp_path / 'state.db'}") as store:
         with store.session() as session:
             assert repository.sync_runs(session, ROUTE) == []
-    finally:
-        store.close()
 
     assert main(["sync", "--config", str(config), "--json"]) == 0
     (summary,) = json.loads(capsys.readouterr().out)

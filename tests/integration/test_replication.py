@@ -7,8 +7,8 @@ import time
 import pytest
 
 from replicator.kafka.admin import create_topics
-from tests.kafka_io import committed, end_offsets, produce, read_all, total, wait_until
-from tests.records import by_partition, make_records, write_config
+from tests.kafka_io import Rec, committed, end_offsets, produce, read_all, total, wait_until
+from tests.records import BASE_TS, by_partition, make_records, write_config
 from tests.support import Worker
 
 CODECS = ("gzip", "snappy", "lz4", "zstd")
@@ -86,6 +86,22 @@ def _exists(cluster, topic: str) -> bool:  # type: ignore[no-untyped-def]
     return topic in cluster_metadata(cluster.bootstrap_servers).topics
 
 
+def _markers(tag: str, partitions: int) -> list[Rec]:
+    """A record per partition, written after what must not happen: its copy proves the route got past it."""
+    return [Rec(p, b"marker", tag.encode(), (), BASE_TS) for p in range(partitions)]
+
+
+def _wait_copied(cluster, topic: str, markers: list[Rec], partitions: int) -> None:  # type: ignore[no-untyped-def]
+    """Wait until every marker is on ``topic`` of ``cluster`` (compared by key and value: a copy has headers)."""
+    def arrived() -> bool:
+        if total(end_offsets(cluster.bootstrap_servers, topic, partitions)) < len(markers):
+            return False
+        got = read_all(cluster.bootstrap_servers, topic, partitions)
+        return all(any((r.key, r.value) == (m.key, m.value) for r in got[m.partition]) for m in markers)
+
+    wait_until(arrived, 60, f"the markers on {topic}")
+
+
 @pytest.mark.parametrize("policy", ["prefix", "identity"])
 def test_two_way_routes_never_loop(primary, backup, unique_name, tmp_path, workers, policy) -> None:  # type: ignore[no-untyped-def]
     topic = unique_name
@@ -95,7 +111,8 @@ def test_two_way_routes_never_loop(primary, backup, unique_name, tmp_path, worke
     b = make_records(2, 300, "from-backup")
     produce(primary.bootstrap_servers, topic, a)
     produce(backup.bootstrap_servers, topic, b)
-    pattern = [f"(primary\\.|backup\\.)?{topic}"] if policy == "prefix" else [topic]
+    marker = f"{topic}-marker"  # prefix: a topic created later, which only a topic refresh finds
+    pattern = [f"(primary\\.|backup\\.)?{topic}(-marker)?"] if policy == "prefix" else [topic]
     config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
         {"name": "a2b", "source": "primary", "target": "backup", "topics": pattern, "policy": policy},
         {"name": "b2a", "source": "backup", "target": "primary", "topics": pattern, "policy": policy}])
@@ -105,17 +122,30 @@ def test_two_way_routes_never_loop(primary, backup, unique_name, tmp_path, worke
         wait_until(lambda: _exists(backup, on_backup) and _exists(primary, on_primary), 60, "replica topics")
         wait_until(lambda: total(end_offsets(backup.bootstrap_servers, on_backup, 2)) >= len(a)
                    and total(end_offsets(primary.bootstrap_servers, on_primary, 2)) >= len(b), 60, "copies")
-        import time
-        time.sleep(6)  # a refresh later: a loop would have copied primary.X back as backup.primary.X
+        # Each route finding the marker topic, created after the replica topics, looked at the
+        # source's topics since: a loop would have copied primary.X back as backup.primary.X.
+        to_backup, to_primary = _markers("primary after the copies", 1), _markers("backup after the copies", 1)
+        for cluster, markers in ((primary, to_backup), (backup, to_primary)):
+            create_topics(cluster.bootstrap_servers, {marker: 1})
+            produce(cluster.bootstrap_servers, marker, markers)
+        _wait_copied(backup, f"primary.{marker}", to_backup, 1)
+        _wait_copied(primary, f"backup.{marker}", to_primary, 1)
         assert not _exists(primary, f"backup.primary.{topic}") and not _exists(backup, f"primary.backup.{topic}")
         assert total(end_offsets(backup.bootstrap_servers, on_backup, 2)) == len(a)
         assert total(end_offsets(primary.bootstrap_servers, on_primary, 2)) == len(b)
     else:
         wait_until(lambda: total(end_offsets(backup.bootstrap_servers, topic, 2)) >= len(a) + len(b)
                    and total(end_offsets(primary.bootstrap_servers, topic, 2)) >= len(a) + len(b), 60, "copies")
-        import time
-        time.sleep(6)  # a looping record would keep the counts growing
-        assert total(end_offsets(backup.bootstrap_servers, topic, 2)) == len(a) + len(b)
-        assert total(end_offsets(primary.bootstrap_servers, topic, 2)) == len(a) + len(b)
+        # A marker behind every copy in each partition, one way then the other: once a marker
+        # arrives, its route read every copy ahead of it, and a looping one would be on the
+        # other side before the marker (so in the counts).
+        to_backup, to_primary = _markers("primary after the copies", 2), _markers("backup after the copies", 2)
+        produce(primary.bootstrap_servers, topic, to_backup)
+        _wait_copied(backup, topic, to_backup, 2)
+        produce(backup.bootstrap_servers, topic, to_primary)
+        _wait_copied(primary, topic, to_primary, 2)
+        expected = len(a) + len(b) + len(to_backup) + len(to_primary)
+        assert total(end_offsets(backup.bootstrap_servers, topic, 2)) == expected
+        assert total(end_offsets(primary.bootstrap_servers, topic, 2)) == expected
     code, _ = workers[0].terminate()
     assert code == 0, workers[0].output()[-2000:]

@@ -49,7 +49,5 @@ def test_lost_range_is_reported_exactly(primary, backup, unique_name, tmp_path, 
     from replicator.state.repository import data_losses
     from replicator.state.store import StateStore
 
-    store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
-    with store.session() as session:
+    with StateStore(f"sqlite:///{tmp_path / 'state.db'}") as store, store.session() as session:
         assert data_losses(session, "ret") == [(unique_name, 0, 100, 250)]
-    store.close()

@@ -24,8 +24,7 @@ PENDING = BucketResult(BucketKey("pay", 0, HOUR + 120_000), 5, 3, 2)
 
 
 def test_a_report_reads_back_exactly_and_a_retry_replaces_it(state_url: str) -> None:
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         report = _report("run-1", HOUR + 4_000_000, (CLEAN, LOSS, PENDING))
         for _ in range(2):  # a retried task stores the same run again
             with store.session() as session:
@@ -41,33 +40,25 @@ def test_a_report_reads_back_exactly_and_a_retry_replaces_it(state_url: str) -> 
         with store.session() as session:
             assert audits.audit_report(session, "run-1").results == (CLEAN,)  # type: ignore[union-attr]
             assert len(audits.audit_runs(session, "p2b")) == 1
-    finally:
-        store.close()
 
 
 def test_runs_are_listed_newest_first_per_route(state_url: str) -> None:
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         with store.session() as session:
             for n in range(3):
                 audits.record_audit(session, _report(f"run-{n}", HOUR + 4_000_000 + n * 60_000, (CLEAN,)))
         with store.session() as session:
             assert [r.run_key for r in audits.audit_runs(session, "p2b", limit=2)] == ["run-2", "run-1"]
             assert audits.audit_runs(session, "other") == []
-    finally:
-        store.close()
 
 
 def test_long_offset_lists_keep_their_first_ranges_and_exact_counts(state_url: str) -> None:
     every_other = to_ranges(range(0, 1_000, 2))  # 500 ranges
     lossy = BucketResult(BucketKey("orders", 0, HOUR), 1_000, 500, 0, 500, 0, 0, every_other)
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         with store.session() as session:
             audits.record_audit(session, _report("big", HOUR + 4_000_000, (lossy,)))
         with store.session() as session:
             [stored] = audits.audit_report(session, "big").results  # type: ignore[union-attr]
         assert stored.missing == every_other[: audits.RANGES_STORED]
         assert stored.missing[-1] == OffsetRange(198, 198) and stored.missing_count == 500
-    finally:
-        store.close()

@@ -36,11 +36,8 @@ def _spec(key: str, *ranges: tuple[int, int, int]) -> BackfillSpec:
 
 
 def _stored(config: Config, route: str = "r") -> list[tuple[str, str, int | None, bool]]:
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         return store.run(lambda s: [(r.run_key, r.status.value, r.written, r.overlap_ok) for r in runs(s, route)])
-    finally:
-        store.close()
 
 
 def test_a_second_run_over_the_same_offsets_is_refused_naming_the_first(config: Config) -> None:
@@ -67,11 +64,8 @@ def test_a_failed_run_does_not_block_and_a_retried_run_keeps_one_row(config: Con
     assert failed is not None and failed.status == BackfillStatus.FAILED and failed.finished_at is not None
     begin_run(config, _spec("other", (0, 0, 10)), BackfillMode.TIME, False)
     assert _stored(config) == [("other", "running", None, False), ("k", "failed", None, False)]
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         stored = store.run(lambda s: load_run(s, "k"))
-    finally:
-        store.close()
     assert stored is not None and stored.error == "the Spark job failed" and stored.total == 10
     assert stored.ranges == (PartitionRange(0, 0, 10),) and stored.mode == BackfillMode.TIME
     assert finish_run(config, "never-recorded", None, "x") is None

@@ -23,8 +23,7 @@ def test_checkpoints_are_updated_in_place_and_untranslated_ones_skipped(state_ur
              Checkpoint("app", "orders", 1, 12, "p.orders", 9, BEHIND, 3),
              Checkpoint("app", "audit", 0, 4, "p.audit", None, UNKNOWN)]
     later = [Checkpoint("app", "orders", 1, 20, "p.orders", 17, EXACT)]
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         for _ in range(2):  # a retried task is harmless
             with store.session() as session:
                 assert save_checkpoints(session, "r", first, T0) == 2
@@ -36,8 +35,6 @@ def test_checkpoints_are_updated_in_place_and_untranslated_ones_skipped(state_ur
             assert checkpoints(session, "r", group="nobody") == []
         assert stored == [(first[0], T0), (later[0], T0 + dt.timedelta(minutes=1))]
         assert stored[0][1].tzinfo is not None
-    finally:
-        store.close()
 
 
 def test_runs_keep_their_figures_and_the_latest_start(state_url: str) -> None:
@@ -48,8 +45,7 @@ def test_runs_keep_their_figures_and_the_latest_start(state_url: str) -> None:
                         (TargetOffset(a, TargetOutcome.WRITTEN), TargetOffset(b, TargetOutcome.ACTIVE_MEMBERS)))
     failed = CheckpointRun("r", "primary", "backup", T0 + dt.timedelta(minutes=1), T0 + dt.timedelta(minutes=1),
                            (), (), error="target 'backup': down")
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         with store.session() as session:
             assert last_run_started(session, "r") is None
             record_checkpoint_run(session, run)
@@ -60,8 +56,6 @@ def test_runs_keep_their_figures_and_the_latest_start(state_url: str) -> None:
                     for r in rows] == [("ok", 3, 2, 1, 1, "b: active members on backup", None),
                                        ("failed", 0, 0, 0, 0, None, "target 'backup': down")]
             assert last_run_started(session, "r") == T0 + dt.timedelta(minutes=1)
-    finally:
-        store.close()
 
 
 def test_a_checkpoint_is_due_after_the_routes_interval(state_url: str, tmp_path: Path) -> None:
@@ -69,11 +63,8 @@ def test_a_checkpoint_is_due_after_the_routes_interval(state_url: str, tmp_path:
                           "routes: [{name: r, source: a, target: b, topics: [x], checkpoints: {interval: 100}}]\n"
                           f"state: {{url: '{state_url}'}}\n")
     assert checkpoint_due(config, "r", T0)
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         with store.session() as session:
             record_checkpoint_run(session, CheckpointRun("r", "a", "b", T0, T0, (), ()))
-    finally:
-        store.close()
     assert not checkpoint_due(config, "r", T0 + dt.timedelta(seconds=50))
     assert checkpoint_due(config, "r", T0 + dt.timedelta(seconds=95))  # a scheduler's jitter is forgiven

@@ -40,11 +40,8 @@ def test_a_file_another_connection_holds_exclusively_is_locked_then_opens(tmp_pa
     finally:
         holder.execute("ROLLBACK")
         holder.close()
-    store = StateStore(f"sqlite:///{path}?timeout=0.2")
-    try:
+    with StateStore(f"sqlite:///{path}?timeout=0.2") as store:
         assert current_revision(store.engine) == head_revision()
-    finally:
-        store.close()
 
 
 @pytest.mark.parametrize(("url", "says"), [

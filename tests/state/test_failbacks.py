@@ -34,19 +34,17 @@ def _failed_run(store: StateStore) -> FailbackRun:
 
 
 def test_the_same_failback_resumes_its_failed_run(state_url: str, tmp_path: Path) -> None:
-    config, store = _config(tmp_path, state_url), StateStore(state_url)
-    try:
+    config = _config(tmp_path, state_url)
+    with StateStore(state_url) as store:
         failed, said = _failed_run(store), list[str]()
         run = start(config, FailbackRequest("r", drain_timeout_seconds=5), say=said.append)
         assert run.run_id == failed.run_id and run.request.drain_timeout_seconds == 5
         assert said == [f"resuming failback run {failed.run_id} of route r (stopped at check)"]
-    finally:
-        store.close()
 
 
 def test_restart_abandons_the_unfinished_failback_and_starts_a_new_one(state_url: str, tmp_path: Path) -> None:
-    config, store = _config(tmp_path, state_url), StateStore(state_url)
-    try:
+    config = _config(tmp_path, state_url)
+    with StateStore(state_url) as store:
         failed, said = _failed_run(store), list[str]()
         with pytest.raises(UsageError, match="with mode incremental: run it again with that mode to finish it, "
                                              "or add --restart to abandon it and start anew"):
@@ -59,5 +57,3 @@ def test_restart_abandons_the_unfinished_failback_and_starts_a_new_one(state_url
         assert run.status == RunStatus.RUNNING and run.request.mode == FailbackMode.RESYNC
         assert said == [f"failback run {failed.run_id} abandoned (--restart)",
                         f"failback run {run.run_id} of route r: b -> a, mode resync"]
-    finally:
-        store.close()

@@ -26,8 +26,7 @@ def _new(route: str = "r", **request: object) -> FailoverRun:
 
 
 def test_a_run_saved_step_by_step_loads_back_whole(state_url: str) -> None:
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         run = store.run(lambda s: save_run(s, _new(groups=("app",), mode=FailoverMode.TIMESTAMP, at=T0)))
         assert run.run_id is not None
         run = run.with_step(StepRecord(Step.CHECK_SOURCE, StepStatus.DONE, "source 'primary' is unreachable",
@@ -44,13 +43,10 @@ def test_a_run_saved_step_by_step_loads_back_whole(state_url: str) -> None:
             assert load_run(session, run.run_id) == run
             assert session.query(FailoverStepRow).count() == len(Step)
             assert session.query(FailoverOffsetRow).count() == 1
-    finally:
-        store.close()
 
 
 def test_the_unfinished_run_is_the_one_a_rerun_resumes(state_url: str) -> None:
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         done = dataclasses.replace(_new(), finished_at=T0)
         for step in Step:
             done = done.with_step(StepRecord(step, StepStatus.DONE))
@@ -68,17 +64,12 @@ def test_the_unfinished_run_is_the_one_a_rerun_resumes(state_url: str) -> None:
         with store.session() as session:
             assert unfinished_run(session, "r") is None
             assert runs(session, "r")[0].status == RunStatus.ABANDONED
-    finally:
-        store.close()
 
 
 def test_a_dry_run_is_never_stored(state_url: str) -> None:
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         with pytest.raises(ValueError, match="never stored"), store.session() as session:
             save_run(session, _new(dry_run=True))
-    finally:
-        store.close()
 
 
 def test_a_stopped_route_refuses_to_run_until_released(state_url: str) -> None:
@@ -88,15 +79,12 @@ def test_a_stopped_route_refuses_to_run_until_released(state_url: str) -> None:
                           f"state: {{url: '{state_url}'}}\n")
     route = config.route("r")
     refuse_if_failed_over(config, route)  # nothing held yet
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         run = store.run(lambda s: save_run(s, _new()))  # started, the route not stopped yet: it may still run
         refuse_if_failed_over(config, route)
         store.run(lambda s: save_run(s, dataclasses.replace(run, route_stopped_at=T0)))
         with store.session() as session:
             assert route_hold(session, "s") is None
-    finally:
-        store.close()
     with pytest.raises(RouteFailedOver) as refused:
         refuse_if_failed_over(config, route)
     assert refused.value.exit_code == 2

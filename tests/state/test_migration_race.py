@@ -46,14 +46,11 @@ def _race(url: str) -> list[str]:
 
 
 def _assert_at_head(url: str) -> None:
-    store = StateStore(url)
-    try:
+    with StateStore(url) as store:
         assert current_revision(store.engine) == head_revision() is not None
         with store.engine.connect() as connection:
             context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
             assert compare_metadata(context, Base.metadata) == []
-    finally:
-        store.close()
 
 
 @pytest.mark.parametrize("round_", range(ROUNDS))

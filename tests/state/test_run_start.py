@@ -73,21 +73,17 @@ def test_a_locked_database_is_waited_for_then_the_routes_are_registered(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     store = _open_while_locked(tmp_path / "state.db", caplog)
     assert store is not None
-    try:
-        with store.session() as session:
-            assert repository.route_topics(session, "r") == []  # registered: an unknown route raises
-    finally:
-        store.close()
+    with store, store.session() as session:
+        assert repository.route_topics(session, "r") == []  # registered: an unknown route raises
     assert len(_lines(caplog, WAITING)) == 1 and len(_lines(caplog, ANSWERS)) == 1
 
 
 def test_a_failed_over_route_is_refused_once_the_database_answers(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path, at = tmp_path / "state.db", dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
-    store = StateStore(f"sqlite:///{path}")
     run = FailoverRun.new(FailoverRequest("r"), "a", "b", "mirrorflow-r", at)
-    store.run(lambda session: save_run(session, dataclasses.replace(run, route_stopped_at=at)))
-    store.close()
+    with StateStore(f"sqlite:///{path}") as store:
+        store.run(lambda session: save_run(session, dataclasses.replace(run, route_stopped_at=at)))
     with pytest.raises(RouteFailedOver, match="route r was failed over to 'b'"):
         _open_while_locked(path, caplog)
 

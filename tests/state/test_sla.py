@@ -18,8 +18,7 @@ NOW = 1_790_000_000_000
 
 
 def test_states_are_upserted_and_events_listed_pending_then_notified(state_url: str) -> None:
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         breach = SlaEvent("p2b", Check.LAG, EventKind.BREACH, NOW, "lag 200 records (limit 100)")
         with store.session() as session:
             [event_id] = repo.record_step(session, [CheckState("p2b", Check.LAG, State.BREACHED, NOW, "lag 200")],
@@ -42,8 +41,6 @@ def test_states_are_upserted_and_events_listed_pending_then_notified(state_url: 
             assert (stored.event, stored.notified_ms, stored.notify_error) == (breach, NOW + 1_000, None)
             with pytest.raises(LookupError, match="SLA event 999 is not stored"):
                 repo.mark_notified(session, 999, NOW)
-    finally:
-        store.close()
 
 
 class Observations:
@@ -97,13 +94,10 @@ def test_check_route_alerts_once_per_change_and_resends_what_failed(state_url: s
     inbox.down = False
     assert run(5)["alerts_sent"] == 1  # sent by the next check
     assert inbox.events == [("lag", "breach"), ("lag", "recovery")]
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         with store.session() as session:
             events = repo.sla_events(session, "p2b")
             states = repo.check_states(session, "p2b")
-    finally:
-        store.close()
     assert [(e.event.kind, e.event.at_ms, e.notified_ms is not None) for e in events] == [
         (EventKind.RECOVERY, NOW + 4 * 60_000, True), (EventKind.BREACH, NOW + 60_000, True)]
     assert states[Check.LAG].state == State.OK and states[Check.LAG].since_ms == NOW + 4 * 60_000

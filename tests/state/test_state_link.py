@@ -25,10 +25,9 @@ AWAY, BACK = "state database unavailable", "state database answers again"
 @pytest.fixture
 def store(state_url: str) -> Iterator[StateStore]:
     """A migrated store with route r registered (SQLite gives up on a lock after 0.1 s)."""
-    opened = StateStore(state_url + ("?timeout=0.1" if state_url.startswith("sqlite") else ""))
-    opened.run(lambda session: repository.register_routes(session, CONFIG.routes))
-    yield opened
-    opened.close()
+    with StateStore(state_url + ("?timeout=0.1" if state_url.startswith("sqlite") else "")) as opened:
+        opened.run(lambda session: repository.register_routes(session, CONFIG.routes))
+        yield opened
 
 
 @contextmanager

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, event, text
 
 from replicator.config import parse_config
 from replicator.domain.route_topic import AddedBy, DesiredState, TopicStatus
@@ -26,28 +31,21 @@ CONFIG = parse_config(
 
 
 def test_migrations_create_exactly_the_models(state_url: str) -> None:
-    store = StateStore(state_url)  # migrates on first use
-    try:
+    with StateStore(state_url) as store:  # migrates on first use
         with store.engine.connect() as connection:
             context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
             assert compare_metadata(context, Base.metadata) == []
         assert current_revision(store.engine) == head_revision() is not None
-    finally:
-        store.close()
 
 
 def test_upgrade_twice_is_harmless(state_url: str) -> None:
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         head = current_revision(store.engine)
         assert upgrade(store.engine) == (head, head)
-    finally:
-        store.close()
 
 
 def test_routes_and_topics_upsert(state_url: str) -> None:
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         for _ in range(2):  # a retried task must be harmless
             with store.session() as session:
                 assert repository.register_routes(session, CONFIG.routes) == ["a-to-b", "b-to-a"]
@@ -64,26 +62,17 @@ def test_routes_and_topics_upsert(state_url: str) -> None:
             ("orders", DesiredState.PAUSED, TopicStatus.REPLICATING, AddedBy.CONFIG),
         ]
         assert topics[1].status_detail == "3 partitions"
-    finally:
-        store.close()
 
 
 def test_unknown_route_is_a_clear_error(state_url: str) -> None:
-    import pytest
-
     from replicator.errors import ConfigError
 
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         with pytest.raises(ConfigError, match="route 'nope' is not registered"), store.session() as session:
             repository.route_topics(session, "nope")
-    finally:
-        store.close()
 
 
 def test_unreachable_database_is_a_state_store_error() -> None:
-    import pytest
-
     from replicator.errors import StateStoreError
 
     with pytest.raises(StateStoreError, match="state database unreachable") as caught:
@@ -100,8 +89,85 @@ def test_a_route_never_registered_has_no_manual_topics(state_url: str) -> None:
 
     config = parse_config("clusters: {a: {bootstrap.servers: 'x:1'}, b: {bootstrap.servers: 'y:1'}}\n"
                           "routes: [{name: fresh, source: a, target: b, topics: [t]}]\n")
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         assert StateLink(config.route("fresh"), store).manual_topics() == (set(), set())
+
+
+def _closed_connections(store: StateStore) -> list[object]:
+    """The DBAPI connections of ``store`` closed from now on (SQLAlchemy's pool event)."""
+    closed: list[object] = []
+    event.listen(store.engine, "close", lambda dbapi_connection, _record: closed.append(dbapi_connection))
+    return closed
+
+
+def test_a_store_used_as_a_context_manager_closes_at_the_end_of_the_block(state_url: str) -> None:
+    with StateStore(state_url) as store:
+        closed = _closed_connections(store)
+        with store.session() as session:
+            session.execute(text("SELECT 1"))
+        assert closed == []  # back in the pool, still open
+    assert len(closed) >= 1 and store.engine.pool.checkedin() == 0
+
+
+def test_a_store_closes_when_its_block_raises(state_url: str) -> None:
+    with pytest.raises(RuntimeError, match="boom"), StateStore(state_url) as store:
+        closed = _closed_connections(store)
+        with store.session() as session:
+            session.execute(text("SELECT 1"))
+        raise RuntimeError("boom")
+    assert len(closed) >= 1 and store.engine.pool.checkedin() == 0
+
+
+def _count_upgrades(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The URLs the store's migration check runs on from now on (a spy around ``upgrade``)."""
+    from replicator.state import store as store_module
+
+    checked: list[str] = []
+    real = store_module.upgrade
+
+    def spy(engine: Engine) -> tuple[str | None, str | None]:
+        checked.append(engine.url.render_as_string(hide_password=False))
+        return real(engine)
+
+    monkeypatch.setattr(store_module, "upgrade", spy)
+    return checked
+
+
+def test_the_migration_check_runs_once_per_process_and_url(state_url: str, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    checked = _count_upgrades(monkeypatch)
+    for _ in range(3):
+        with StateStore(state_url) as store:
+            assert current_revision(store.engine) == head_revision() is not None
+    assert len(checked) == 1
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    with StateStore(other) as store:
+        assert current_revision(store.engine) == head_revision()  # a new URL: checked, so migrated
+    with StateStore(other):
+        pass
+    assert len(checked) == 2 and checked[1] == other
+
+
+def test_a_failed_migration_check_is_not_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from replicator.errors import StateStoreError
+
+    checked, path = _count_upgrades(monkeypatch), tmp_path / "state.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(StateStoreError, match="locked"):
+            StateStore(f"sqlite:///{path}?timeout=0.1")
     finally:
-        store.close()
+        holder.execute("ROLLBACK")
+        holder.close()
+    with StateStore(f"sqlite:///{path}?timeout=0.1") as store:
+        assert current_revision(store.engine) == head_revision()
+    assert len(checked) == 2
+
+
+def test_an_in_memory_database_is_migrated_by_every_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    checked = _count_upgrades(monkeypatch)
+    for _ in range(2):
+        with StateStore("sqlite://") as store:  # each engine its own empty database
+            assert current_revision(store.engine) == head_revision()
+    assert len(checked) == 2

@@ -26,8 +26,7 @@ def test_runs_and_changes_round_trip_newest_first(state_url: str) -> None:
                     ("a note",))
     later = pendulum.instance(T0).add(minutes=5)  # what a run stamps its times with
     second = SyncRun("a-to-b", "metadata", later, later.add(seconds=1))
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         with store.session() as session:
             repository.record_sync_run(session, first)
             repository.record_sync_run(session, second)
@@ -38,13 +37,10 @@ def test_runs_and_changes_round_trip_newest_first(state_url: str) -> None:
         assert runs == [second, first]
         assert runs[1].status.value == "failed" and runs[0].status.value == "ok"
         assert runs[1].started_at == T0 and runs[1].started_at.tzinfo is not None
-    finally:
-        store.close()
 
 
 def test_discovered_topics_are_registered_once_and_never_override_the_operator(state_url: str) -> None:
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         with store.session() as session:
             repository.register_routes(session, CONFIG.routes)
             repository.set_topic(session, "a-to-b", "paused", DesiredState.PAUSED, AddedBy.CLI)
@@ -60,8 +56,6 @@ def test_discovered_topics_are_registered_once_and_never_override_the_operator(s
         assert topics["paused"] == (DesiredState.PAUSED, AddedBy.CLI)
         # replicated before: copied by a worker or given a replica by discovery; not a mere wish, not paused
         assert replicated == {"orders", "copied"}
-    finally:
-        store.close()
 
 
 def test_discovery_is_due_after_the_routes_interval(tmp_path: Path) -> None:
@@ -73,13 +67,10 @@ def test_discovery_is_due_after_the_routes_interval(tmp_path: Path) -> None:
                       " sync: {discovery_interval: 10}}\n"
                       f"state: {{url: 'sqlite:///{tmp_path / 'state.db'}'}}\n")
     assert discovery_due(config, "a-to-b", now=T0)  # never ran
-    store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
-    try:
+    with StateStore(f"sqlite:///{tmp_path / 'state.db'}") as store:
         with store.session() as session:
             repository.record_sync_run(session, SyncRun("a-to-b", "discovery", T0, T0))
             repository.record_sync_run(session, SyncRun("a-to-b", "metadata", T0 + dt.timedelta(minutes=9),
                                                         T0 + dt.timedelta(minutes=9)))
-    finally:
-        store.close()
     assert not discovery_due(config, "a-to-b", now=T0 + dt.timedelta(minutes=9))
     assert discovery_due(config, "a-to-b", now=T0 + dt.timedelta(minutes=10))  # a metadata run does not count

@@ -60,14 +60,11 @@ def test_a_route_page_holds_what_the_runs_recorded(state_url: str) -> None:
 
 def test_a_bucket_audited_twice_counts_as_its_newest_audit_and_old_buckets_drop_out(state_url: str) -> None:
     seed(state_url, NOW)
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         store.run(lambda s: record_audit(s, audit_report(NOW, run_key="audit-ui-2")))
         with store.engine.connect() as connection:
             rows, _ = page_rows(connection, ROUTE, WEEK_AGO)
             recent, _ = page_rows(connection, ROUTE, NOW)
-    finally:
-        store.close()
     assert [r["source_count"] for r in rows["audit_series"]] == [9, 26, 10, 5]  # not doubled
     assert {r["run_key"] for r in rows["audit_findings"]} == {"audit-ui-1", "audit-ui-2"}
     assert recent["audit_series"] == []
@@ -75,12 +72,9 @@ def test_a_bucket_audited_twice_counts_as_its_newest_audit_and_old_buckets_drop_
 
 def test_failback_runs_are_read_with_their_figures(state_url: str) -> None:
     seed(state_url, NOW)
-    store = StateStore(state_url)
-    try:
+    with StateStore(state_url) as store:
         with store.engine.connect() as connection:
             _, failbacks = page_rows(connection, ROUTE, WEEK_AGO)
-    finally:
-        store.close()
     assert failbacks is not None
     assert [(r["mode"], r["status"], r["records_copied"], r["not_copied_records"]) for r in failbacks] == [
         ("resync", "done", 4321, 0)]

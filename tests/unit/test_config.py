@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from replicator.config import MappingPolicy, load_config, parse_config
 from replicator.errors import ConfigError
@@ -48,9 +49,11 @@ def test_mapping_policy_and_defaults() -> None:
 
 def test_config_objects_are_frozen() -> None:
     config = parse_config(GOOD, environ=ENV)
-    # Any error will do: the contract is that assignment fails, whichever model library raises.
-    with pytest.raises(Exception):  # noqa: B017
+    name = config.routes[0].name
+    with pytest.raises(ValidationError, match="Instance is frozen") as caught:
         config.routes[0].name = "other"  # type: ignore[misc]
+    assert [(e["type"], e["loc"]) for e in caught.value.errors()] == [("frozen_instance", ("name",))]
+    assert config.routes[0].name == name
 
 
 def test_secrets_are_masked_in_redacted_view() -> None:

@@ -102,12 +102,9 @@ def _backfilled(config: Config, route: RouteConfig) -> dict[str, dict[int, list[
     from replicator.state.backfills import runs
     from replicator.state.store import StateStore
 
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         with store.session() as session:
             done = runs(session, route.name, statuses=[BackfillStatus.DONE])
-    finally:
-        store.close()
     out: dict[str, dict[int, list[tuple[int, int]]]] = {}
     for run in done:
         for r in run.ranges:
@@ -145,13 +142,11 @@ def _manual_topics(config: Config, route: RouteConfig) -> tuple[set[str], set[st
     from replicator.state.route_link import StateLink
     from replicator.state.store import StateStore
 
-    store = StateStore(config.state.url)
-    try:
-        return StateLink(route, store).manual_topics()
-    except ConfigError:  # the route is not registered yet: no topic was added or removed by hand
-        return set(), set()
-    finally:
-        store.close()
+    with StateStore(config.state.url) as store:
+        try:
+            return StateLink(route, store).manual_topics()
+        except ConfigError:  # the route is not registered yet: no topic was added or removed by hand
+            return set(), set()
 
 
 def _topic_ids(admin: AdminClient, topics: list[str], timeout: float) -> dict[str, str]:

@@ -77,11 +77,8 @@ def judge(config: Config, report: AuditReport) -> dict[str, Any]:
     from replicator.state.audits import record_audit
     from replicator.state.store import StateStore
 
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         store.run(lambda session: record_audit(session, report))
-    finally:
-        store.close()
     summary = report.summary()
     log.info("audit recorded route=%s run_key=%s status=%s missing=%d duplicates=%d extra=%d pending=%d",
              report.route, report.run_key, report.status.value, report.counts.missing, report.counts.duplicates,

@@ -84,8 +84,5 @@ def finish_quietly(config: Config, run_key: str, result: Mapping[str, Any] | Non
 def _in_store(config: Config, work: Callable[[Session], T]) -> T:
     from replicator.state.store import StateStore
 
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         return store.run(work)
-    finally:
-        store.close()

@@ -123,13 +123,11 @@ def _manual_topics(config: Config, route: RouteConfig) -> tuple[set[str], set[st
     from replicator.state.route_link import StateLink
     from replicator.state.store import StateStore
 
-    store = StateStore(config.state.url)
-    try:
-        return StateLink(route, store).manual_topics()
-    except ConfigError:  # the route was never registered: nobody added or removed a topic by hand
-        return set(), set()
-    finally:
-        store.close()
+    with StateStore(config.state.url) as store:
+        try:
+            return StateLink(route, store).manual_topics()
+        except ConfigError:  # the route was never registered: nobody added or removed a topic by hand
+            return set(), set()
 
 
 def _plan_targets(target: dict[str, str], checkpoints: list[Checkpoint], what: str) -> list[TargetOffset]:

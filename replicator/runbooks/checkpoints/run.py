@@ -89,14 +89,11 @@ def _record(config: Config, run: CheckpointRun) -> None:
     from replicator.state.checkpoints import record_checkpoint_run, save_checkpoints
     from replicator.state.store import StateStore
 
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         with store.session() as session:
             repository.register_routes(session, [config.route(run.route)])
             save_checkpoints(session, run.route, run.translated, run.started_at)
             record_checkpoint_run(session, run)
-    finally:
-        store.close()
 
 
 def checkpoint_route(config: Config | str | os.PathLike[str] | None, route: str,
@@ -120,10 +117,7 @@ def checkpoint_due(config: Config | str | os.PathLike[str] | None, route: str,
 
     loaded = as_config(config)
     interval = dt.timedelta(seconds=loaded.route(route).checkpoints.interval)
-    store = StateStore(loaded.state.url)
-    try:
+    with StateStore(loaded.state.url) as store:
         with store.session() as session:
             last = last_run_started(session, route)
-    finally:
-        store.close()
     return last is None or (now or pendulum.now("UTC")) - last >= interval * 0.9

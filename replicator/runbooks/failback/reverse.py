@@ -44,12 +44,9 @@ def reverse_topics(config: Config, route: RouteConfig) -> tuple[ReverseTopic, ..
     from replicator.state.repository import route_topics
     from replicator.state.store import StateStore
 
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         with store.session() as session:
             originals = sorted({t.topic for t in route_topics(session, route.name) if is_application_topic(t.topic)})
-    finally:
-        store.close()
     policy = config.policy(route)
     on_backup = partitions_of(config, route.target)
     # Under prefix/mapping, producers on the target write to topics of the original names (the

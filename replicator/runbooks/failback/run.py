@@ -115,12 +115,9 @@ def _hold(config: Config, route: str) -> RouteHold | None:
     from replicator.state.failovers import route_hold
     from replicator.state.store import StateStore
 
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         with store.session() as session:
             return route_hold(session, route)
-    finally:
-        store.close()
 
 
 def _check_groups(config: Config, backup: str, request: FailbackRequest) -> None:

@@ -77,12 +77,9 @@ def check(ctx: Ctx, run: FailbackRun) -> StepResult:
         why_not = source.unreachable(ctx.config, cluster)
         if why_not:
             raise StepFailed(f"route {name}: cluster {cluster!r} is unreachable ({why_not}): a failback needs both")
-    store = StateStore(ctx.config.state.url)
-    try:
+    with StateStore(ctx.config.state.url) as store:
         with store.session() as session:
             hold = route_hold(session, name)
-    finally:
-        store.close()
     if hold is None and run.failover_run_id is None:
         raise StepFailed(f"route {name} is not failed over (no failover run holds it): there is nothing to fail "
                          "back; `mirrorflow failover` first")

@@ -43,12 +43,9 @@ def stored_checkpoints(config: Config, route: RouteConfig, groups: Sequence[str]
     from replicator.state.checkpoints import checkpoints
     from replicator.state.store import StateStore
 
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         with store.session() as session:
             stored = checkpoints(session, route.name)
-    finally:
-        store.close()
     wanted = None if groups is None else set(groups)
     return points_from_checkpoints((c, at) for c, at in stored if wanted is None or c.group in wanted)
 
@@ -93,12 +90,10 @@ def _copied_topics(config: Config, route: RouteConfig, target: dict[str, str], w
         log.read_to_end()
     finally:
         log.close()
-    store = StateStore(config.state.url)
-    try:
-        with store.session() as session:
-            recorded = replicated_topics(session, route.name)
-    except ConfigError:  # a route never registered has no rows: the syncs tell enough
-        recorded = frozenset()
-    finally:
-        store.close()
+    with StateStore(config.state.url) as store:
+        try:
+            with store.session() as session:
+                recorded = replicated_topics(session, route.name)
+        except ConfigError:  # a route never registered has no rows: the syncs tell enough
+            recorded = frozenset()
     return {t for t in {t for t, _ in log.syncs} | set(recorded) if is_application_topic(t)}

@@ -117,12 +117,9 @@ def _check_groups(config: Config, route: RouteConfig, request: FailoverRequest) 
 
     if not request.groups:
         return []
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         with store.session() as session:
             stored = {c.group for c, _ in checkpoints(session, route.name)}
-    finally:
-        store.close()
     missing = [g for g in request.groups if g not in stored]
     if not missing:
         return []

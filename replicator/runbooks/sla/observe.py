@@ -92,12 +92,9 @@ def _latest_audit(config: Config, route: RouteConfig) -> tuple[str | None, str |
     from replicator.state.audits import audit_runs
     from replicator.state.store import StateStore
 
-    store = StateStore(config.state.url)
-    try:
+    with StateStore(config.state.url) as store:
         with store.session() as session:
             runs = audit_runs(session, route.name, limit=1)
-    finally:
-        store.close()
     if not runs:
         return None, None, 0
     return runs[0].run_key, runs[0].status.value, runs[0].counts.missing

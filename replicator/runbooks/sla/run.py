@@ -51,8 +51,7 @@ def check_route(config: ConfigRef, route_name: str, context: Mapping[str, Any] |
     at_ms = int(time.time() * 1000) if now_ms is None else now_ms
     observation = observe(loaded, route, at_ms)
     results = evaluate(observation, route.sla.thresholds, heartbeat_topic_on_target(loaded, route))
-    store = StateStore(loaded.state.url)
-    try:
+    with StateStore(loaded.state.url) as store:
         def record(session: Any) -> list[SlaEvent]:
             states, events = step(repo.check_states(session, route.name), results, route.name, at_ms)
             repo.record_step(session, states, events, at_ms)
@@ -64,8 +63,6 @@ def check_route(config: ConfigRef, route_name: str, context: Mapping[str, Any] |
                      result.breached, result.detail)
         chosen = route_notifiers(route) if notifiers is None else notifiers
         sent, failures = _send_pending(store, route.name, chosen, context or {})
-    finally:
-        store.close()
     if failures:
         raise AlertNotSent(f"route {route.name}: {len(failures)} alert(s) not sent: " + "; ".join(failures))
     return {"route": route.name, "checks": {r.check.value: ("breached" if r.breached else "ok") for r in results},

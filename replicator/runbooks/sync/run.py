@@ -105,15 +105,12 @@ def _record(prepared: PreparedSync, run: SyncRun) -> None:
     from replicator.state import repository
     from replicator.state.store import StateStore
 
-    store = StateStore(prepared.config.state.url)
-    try:
+    with StateStore(prepared.config.state.url) as store:
         with store.session() as session:
             repository.register_routes(session, [prepared.route])
             if prepared.step in ("discovery", "full"):
                 repository.register_discovered(session, prepared.route.name, prepared.selected)
             repository.record_sync_run(session, run)
-    finally:
-        store.close()
 
 
 def run_step(config: ConfigRef, route: str, step: str, dry_run: bool) -> dict[str, Any]:
@@ -146,12 +143,9 @@ def discovery_due(config: ConfigRef, route: str, now: dt.datetime | None = None)
 
     loaded = as_config(config)
     interval = dt.timedelta(minutes=loaded.route(route).sync.discovery_interval)
-    store = StateStore(loaded.state.url)
-    try:
+    with StateStore(loaded.state.url) as store:
         with store.session() as session:
             runs = repository.sync_runs(session, route, limit=50)
-    finally:
-        store.close()
     last = next((r.started_at for r in runs if r.step in ("discovery", "full")), None)
     return last is None or (now or pendulum.now("UTC")) - last >= interval
 

@@ -86,15 +86,13 @@ def scope_of(config: Config, route: RouteConfig, policy: ReplicationPolicy,
     from replicator.state.route_link import StateLink
     from replicator.state.store import StateStore
 
-    store = StateStore(config.state.url)
-    try:
-        added, removed = StateLink(route, store).manual_topics()
-        with store.session() as session:
-            before = repository.replicated_topics(session, route.name)
-    except ConfigError:  # the route is not registered yet: no topic of it was added, removed or copied
-        added, removed, before = set(), set(), frozenset()
-    finally:
-        store.close()
+    with StateStore(config.state.url) as store:
+        try:
+            added, removed = StateLink(route, store).manual_topics()
+            with store.session() as session:
+                before = repository.replicated_topics(session, route.name)
+        except ConfigError:  # the route is not registered yet: no topic of it was added, removed or copied
+            added, removed, before = set(), set(), frozenset()
     selection = select_topics(source_partitions, route.topic_filter, policy, route.target, added, removed)
     return SyncScope(route.name, dict(selection.partitions),
                      lambda topic: policy.format_remote_topic(route.source, topic), before)
