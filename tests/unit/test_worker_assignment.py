@@ -147,3 +147,45 @@ def test_recover_prefers_the_consumers_fetch_position_to_the_ledgers(kafka: Fake
     fake.incremental_assign([TopicPartition(TOPIC, 0, 3)])
     positioner.recover(fake, KEY, 1)
     assert reports.losses == [(TOPIC, 0, (3, LOW))]
+
+
+BUG_RECOVER_USES_START = ("bug: Positioner.recover decides by the route's `start` setting when neither the fetch "
+                          "position nor an acknowledged record is known: with start latest (or a timestamp) a placed "
+                          "partition that retention ran past before its first acknowledgement jumps to the log end, "
+                          "skipping the records still in the log without copying them or reporting them lost")
+
+
+@pytest.mark.xfail(strict=True, reason=BUG_RECOVER_USES_START)
+@pytest.mark.parametrize("start", ["latest", '"1970-01-01T00:00:07+00:00"'])
+def test_recover_of_a_placed_partition_never_skips_records_still_in_the_log(kafka: FakeKafka, start: str) -> None:
+    positioner = Reports().positioner(kafka, start=start)
+    fake = consumer(kafka)
+    fake.incremental_assign([TopicPartition(TOPIC, 0, 2)])
+    fake.consume(100, 0)
+    fake.consume(100, 0)  # the out-of-range fetch: librdkafka's reset error, the fetch position unknown
+    positioner.recover(fake, KEY, None)  # nothing acknowledged yet
+    assert fetched(fake)[:1] == [LOW]
+
+
+@pytest.mark.xfail(strict=True, reason=BUG_RECOVER_USES_START)
+def test_a_route_started_at_latest_copies_what_retention_left_after_a_pause() -> None:
+    from tests.fake_route import WorkerThread, wait_until
+
+    kafka = FakeKafka("source", "target")
+    kafka["source"].create_topic(TOPIC, 1)
+    kafka["source"].append(TOPIC, 0, None, b"before the route started")
+    worker = WorkerThread(kafka, "a", route_config(kafka, start="latest"))
+    wait_until(lambda: worker.worker.inflight.owns(KEY), what="the partition placed", alive=(worker,))
+    kafka.freeze("a")  # the worker stops fetching while records arrive and retention runs ahead of it
+    for n in range(20):
+        kafka["source"].append(TOPIC, 0, None, f"new{n}".encode())
+    kafka["source"].delete_records(TOPIC, 0, 11)  # new0..new9 gone, new10..new19 still there
+    kafka.thaw("a")
+    source_consumer = kafka.consumers["a"][-1]
+    wait_until(lambda: source_consumer.position([TopicPartition(TOPIC, 0)])[0].offset == 21
+               and worker.worker.inflight.unsettled() == 0 and not worker.worker.backlog,
+               what="the worker at the log end with nothing in flight", alive=(worker,))
+    assert worker.finish() is None
+    copied = [r.value for r in kafka["target"].records("source.orders", 0)] if (
+        "source.orders" in kafka["target"].topics) else []
+    assert copied == [f"new{n}".encode() for n in range(10, 20)]
