@@ -1,6 +1,7 @@
 """DeadLetterWriter: the route's dead-letter topic on the target.
 
-(Writes need a producer; it builds a confluent-kafka Producer itself, which the fakes cannot stand in for.)
+(Writes need a producer; it builds a confluent-kafka Producer itself instead of taking a ClientFactory as
+Subscription does, so the fakes cannot stand in for it.)
 """
 
 from __future__ import annotations

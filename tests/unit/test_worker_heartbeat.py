@@ -1,7 +1,7 @@
 """HeartbeatEmitter: made only for a route with heartbeats on, writing to the route's own topic.
 
 (Its writes and the once-only "not written" line need a producer; it builds a confluent-kafka Producer
-itself, which the fakes cannot stand in for: see the report of this test file's commit.)
+itself instead of taking a ClientFactory as Subscription does, so the fakes cannot stand in for it.)
 """
 
 from __future__ import annotations
