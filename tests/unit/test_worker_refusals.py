@@ -49,3 +49,24 @@ def test_a_record_too_large_is_named_and_a_batch_too_large_points_at_batch_size(
 def test_any_other_refusal_names_the_record_and_the_error(error: KafkaError, sizes: dict[int, int],
                                                           expected: str) -> None:
     assert describe_refusal("orders[3]", 42, error, sizes, LIMIT) == expected
+
+
+@pytest.mark.parametrize(("big", "committed"), [(0, 0), (5, 5), (9, 9)])
+def test_a_route_stops_at_a_record_the_target_refuses_naming_it_and_commits_nothing_from_it_on(
+        big: int, committed: int) -> None:
+    from replicator.testing import FakeKafka
+    from replicator.worker.route_worker import RouteFailed
+    from tests.fake_route import WorkerThread, route_config, wait_until
+
+    kafka = FakeKafka("source", "target")
+    kafka["source"].create_topic("orders", 1)
+    kafka["target"].create_topic("source.orders", 1, {"max.message.bytes": "1000"})
+    for n in range(10):
+        kafka["source"].append("orders", 0, None, b"x" * (2000 if n == big else 10))
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: not worker.thread.is_alive(), what="the route to stop")
+    assert isinstance(worker.error, RouteFailed)
+    assert str(worker.error) == (
+        f"route r: the record of orders[0] at source offset {big} (2000 bytes) is larger than the target accepts "
+        f"(MSG_SIZE_TOO_LARGE); nothing from offset {big} on was committed")
+    assert kafka["source"].group("mirrorflow-r").committed.get(("orders", 0), (0, None))[0] == committed
