@@ -86,17 +86,11 @@ def test_start_resumes_abandons_refuses_or_begins(stored: tuple[DrillRun, ...], 
 
 def test_the_new_run_and_the_abandoned_one_are_stored_together() -> None:
     store = store_with(FAILED)
-    begun: list[tuple[DrillRun, DrillRun | None]] = []
-    original = store.begin
-
-    def begin(run: DrillRun, abandoned: DrillRun | None) -> DrillRun:
-        begun.append((run, abandoned))
-        return original(run, abandoned)
-
-    store.begin = begin  # type: ignore[method-assign]
     start(BOOK, store, DrillRequest("r", target="c"), True, lambda _: DrillRun(DrillRequest("r", "c")),
           lambda _: None, lambda: LATER)
-    assert [(run.request.target, abandoned.run_id if abandoned else None) for run, abandoned in begun] == [("c", 1)]
+    # MemoryRunStore.begin, like SqlRunStore.begin in one transaction: the abandoned run, then the new one
+    assert [(run.run_id, run.request.target, run.status) for run in store.saved[1:]] == [
+        (1, "b", RunStatus.ABANDONED), (2, "c", RunStatus.RUNNING)]
 
 
 def test_a_runbook_may_change_the_run_it_resumes() -> None:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from replicator.config import parse_config
+from replicator.config import Config, parse_config
 from replicator.worker.dead_letter import DeadLetterWriter
 
 
-def config(options: str = ""):  # type: ignore[no-untyped-def]
+def config(options: str = "") -> Config:
     return parse_config("clusters:\n  a: {bootstrap.servers: 'a:9092'}\n  b: {bootstrap.servers: 'b:9092'}\n"
                         f"routes: [{{name: r, source: a, target: b, topics: [t], on_refused_record: dead-letter"
                         f"{options}}}]\n")

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from replicator.config import parse_config
+from replicator.config import Config, parse_config
 from replicator.worker.heartbeat import HeartbeatEmitter
 
 
-def config(sla: str):  # type: ignore[no-untyped-def]
+def config(sla: str) -> Config:
     return parse_config("clusters:\n  a: {bootstrap.servers: 'a:9092', client.id: x}\n"
                         "  b: {bootstrap.servers: 'b:9092'}\n"
                         f"routes: [{{name: orders-dr, source: a, target: b, topics: [t], sla: {sla}}}]\n")

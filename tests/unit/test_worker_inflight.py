@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from replicator.domain.offset_sync import OffsetSync
@@ -21,7 +23,7 @@ def report(inflight: InFlight, key: tuple[str, int], target_offset: int | None) 
     return live
 
 
-def run(steps: list[tuple]) -> InFlight:  # type: ignore[type-arg]
+def run(steps: list[tuple[Any, ...]]) -> InFlight:
     inflight = InFlight()
     for step, *args in steps:
         if step == "open":
@@ -58,7 +60,7 @@ def run(steps: list[tuple]) -> InFlight:  # type: ignore[type-arg]
     # a closed partition commits nothing any more
     ([("open", A), ("produce", A, [0]), ("report", A, 0), ("sync_acked",), ("close", [A])], {}),
 ], ids=["unacked", "ack-order", "sync-holds", "sync-released", "two-partitions", "closed"])
-def test_commit_positions_never_pass_an_unacknowledged_record(steps: list[tuple],  # type: ignore[type-arg]
+def test_commit_positions_never_pass_an_unacknowledged_record(steps: list[tuple[Any, ...]],
                                                               positions: dict[tuple[str, int], int]) -> None:
     assert run(steps).commit_positions() == positions
 

@@ -8,13 +8,13 @@ import time
 
 import pytest
 
-from replicator.config import parse_config
+from replicator.config import Config, parse_config
 from replicator.errors import ClusterError
 from replicator.worker.preflight import check_clusters, wait_for_clusters
 from tests.support import free_port
 
 
-def config(source: str, target: str):  # type: ignore[no-untyped-def]
+def config(source: str, target: str) -> Config:
     return parse_config(
         f"clusters:\n  a: {{bootstrap.servers: '{source}', sasl.password: hunter2}}\n"
         f"  b: {{bootstrap.servers: '{target}', sasl.password: hunter2}}\n"
