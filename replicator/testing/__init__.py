@@ -5,7 +5,8 @@ For tests of the hot path without brokers (back-pressure, rebalances, outages):
 - ``FakeProducer``: a bounded queue (``queue.buffering.max.messages``) whose ``produce``
   raises ``BufferError`` when full; delivery reports are served from ``poll``/``flush``
   only, and a record still counts against the queue while its report runs (so a
-  ``produce`` from inside a delivery callback can fail, as it does in librdkafka).
+  ``produce`` from inside a delivery callback can fail, as it does in librdkafka). A record
+  larger than its topic's ``max.message.bytes`` is refused with ``MSG_SIZE_TOO_LARGE``, as the broker does.
   An exception escaping a callback escapes ``poll`` (confluent-kafka re-raises it, on
   Python 3.11 as a ``SystemError`` for errors raised in C).
 - ``FakeConsumer``: rebalance callbacks served from ``consume`` (KIP-848 style: incremental,

@@ -14,6 +14,7 @@ from replicator.testing.cluster import FakeCluster
 from replicator.testing.message import FakeMessage, Headers
 from replicator.testing.process import FakeProcess
 
+DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # the broker's default max.message.bytes
 DeliveryCallback = Callable[[KafkaError | None, FakeMessage], Any]
 
 
@@ -93,6 +94,7 @@ class FakeProducer:
             try:
                 if (item.topic, item.partition) in self.cluster.hidden_partitions:
                     raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, "Local: Unknown partition"))
+                self._check_size(item)
                 offset = self.cluster.append(item.topic, item.partition, item.key, item.value,
                                              item.headers, item.timestamp)
                 error = None
@@ -110,6 +112,16 @@ class FakeProducer:
                 self.queue.popleft()  # the record leaves the queue only after its report ran
             served += 1
         return served
+
+    def _check_size(self, item: Queued) -> None:
+        """The broker refuses a record larger than its topic's ``max.message.bytes`` (set on the topic, else
+        the broker's default), as MSG_SIZE_TOO_LARGE in the delivery report. (The broker counts the whole
+        batch; key and value are the part that matters here.)"""
+        with self.cluster.lock:
+            topic = self.cluster.topics.get(item.topic)
+            limit = int(topic.configs.get("max.message.bytes", DEFAULT_MAX_MESSAGE_BYTES)) if topic else None
+        if limit is not None and len(item.key or b"") + len(item.value or b"") > limit:
+            raise KafkaException(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large"))
 
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
         """Drop what is queued, unwritten; librdkafka reports each with ``_PURGE_QUEUE`` at the next poll."""

@@ -1,0 +1,112 @@
+"""GroupMember (through RouteWorker on the fakes): partitions revoked, lost and taken back, as the group decides."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from replicator.testing import FakeKafka
+from replicator.testing.cluster import FakeCluster
+from tests.fake_route import WorkerThread, route_config, wait_until
+
+TOPIC, REPLICA, PARTITIONS = "orders", "source.orders", 4
+
+
+def produce(cluster: FakeCluster, per_partition: int, start: int = 0) -> None:
+    for partition in range(PARTITIONS):
+        for n in range(start, start + per_partition):
+            cluster.append(TOPIC, partition, None, f"p{partition}-{n}".encode())
+
+
+def copies(kafka: FakeKafka, partition: int) -> list[bytes | None]:
+    if REPLICA not in kafka["target"].topics:
+        return []
+    return [r.value for r in kafka["target"].records(REPLICA, partition)]
+
+
+def originals(kafka: FakeKafka, partition: int) -> list[bytes | None]:
+    return [r.value for r in kafka["source"].records(TOPIC, partition)]
+
+
+def all_copied(kafka: FakeKafka) -> bool:
+    return all(set(originals(kafka, p)) <= set(copies(kafka, p)) for p in range(PARTITIONS))
+
+
+def committed(kafka: FakeKafka) -> dict[int, int]:
+    group = kafka["source"].group("mirrorflow-r")
+    return {p: group.committed.get((TOPIC, p), (-1, None))[0] for p in range(PARTITIONS)}
+
+
+def said(caplog: pytest.LogCaptureFixture, start: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.name == "replicator.worker.group_member" and r.getMessage().startswith(start)]
+
+
+@pytest.fixture
+def kafka() -> FakeKafka:
+    fake = FakeKafka("source", "target")
+    fake["source"].create_topic(TOPIC, PARTITIONS)
+    return fake
+
+
+def test_a_clean_hand_over_settles_and_commits_first_so_no_record_is_copied_twice(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "replicator.worker.group_member")
+    kafka["target"].deliveries_per_poll = 3  # a slow target: records are in flight when the group rebalances
+    produce(kafka["source"], 500)
+    a = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: sum(map(len, a.worker.inflight.ledgers.values())) > 0, what="records in flight",
+               alive=(a,))
+    b = WorkerThread(kafka, "b", route_config(kafka))
+    wait_until(lambda: all_copied(kafka) and len(b.worker.inflight.ledgers) == 2, what="the copy by both",
+               alive=(a, b))
+    assert a.finish() is None and b.finish() is None
+    for p in range(PARTITIONS):
+        assert copies(kafka, p) == originals(kafka, p), f"partition {p}: a duplicate or a gap"
+    assert committed(kafka) == {p: 500 for p in range(PARTITIONS)}
+    assert said(caplog, "handed over with records not yet acknowledged") == []
+    revoked = said(caplog, "revoked route=r partitions=")
+    assert revoked and revoked[0].count("orders[") == 2
+
+
+def test_partitions_lost_with_records_in_flight_are_said_once_and_copied_again_by_their_next_owner(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "replicator.worker.group_member")
+    produce(kafka["source"], 100)
+    config = route_config(kafka)
+    a, b = WorkerThread(kafka, "a", config), WorkerThread(kafka, "b", config)
+    wait_until(lambda: all_copied(kafka) and len(a.worker.inflight.ledgers) == 2
+               and len(b.worker.inflight.ledgers) == 2, what="both copying", alive=(a, b))
+    kafka["target"].freeze()
+    produce(kafka["source"], 50, start=100)
+    wait_until(lambda: sum(map(len, a.worker.inflight.ledgers.values())) == 100, what="a's records in flight",
+               alive=(a, b))
+    before = committed(kafka)
+    kafka.expire("a")  # its session timed out: its partitions are lost, not handed over
+    wait_until(lambda: bool(said(caplog, "partitions lost")), what="the loss", alive=(a, b))
+    assert committed(kafka) == before  # nothing was committed for what was lost
+    kafka["target"].thaw()
+    wait_until(lambda: all_copied(kafka), what="the copy after the thaw", alive=(a, b))
+    assert a.finish() is None and b.finish() is None
+    assert said(caplog, "partitions lost") == ["partitions lost route=r count=2"]
+    unsettled = said(caplog, "handed over with records not yet acknowledged")
+    assert len(unsettled) == 1 and "partitions=2 records=100" in unsettled[0]
+    for p in range(PARTITIONS):
+        assert set(copies(kafka, p)) == set(originals(kafka, p)), f"partition {p}"
+    assert committed(kafka) == {p: 150 for p in range(PARTITIONS)}
+
+
+def test_a_replaced_producer_copies_again_from_the_last_acknowledged_record(kafka: FakeKafka) -> None:
+    produce(kafka["source"], 100)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    wait_until(lambda: committed(kafka) == {p: 100 for p in range(PARTITIONS)}, what="the first commit",
+               alive=(worker,))
+    worker.worker._producer.wedge()  # type: ignore[union-attr]
+    produce(kafka["source"], 50, start=100)
+    wait_until(lambda: all_copied(kafka), what="the copy by a new producer", alive=(worker,))
+    assert worker.finish() is None
+    for p in range(PARTITIONS):  # the wedged producer wrote nothing: nothing repeated, nothing skipped
+        assert copies(kafka, p) == originals(kafka, p), f"partition {p}"
+    assert committed(kafka) == {p: 150 for p in range(PARTITIONS)}

@@ -1,0 +1,158 @@
+"""InFlight: what a worker handed to its producer, per source partition, and what it may commit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from replicator.domain.offset_sync import OffsetSync
+from replicator.worker.inflight import InFlight
+
+A, B = ("orders", 0), ("orders", 1)
+
+
+def report(inflight: InFlight, key: tuple[str, int], target_offset: int | None) -> bool:
+    """A delivery report of ``key``, handled as the worker's delivery callback does; True when live."""
+    ledger, live = inflight.ledger_of_report(key)
+    assert ledger is not None and len(ledger), f"unmatched report of {key}"
+    if live:
+        inflight.delivered(key, ledger, target_offset)
+    else:
+        ledger.delivered()
+    return live
+
+
+def run(steps: list[tuple[Any, ...]]) -> InFlight:
+    inflight = InFlight()
+    for step, *args in steps:
+        if step == "open":
+            inflight.open(*args)
+        elif step == "produce":
+            key, offsets = args
+            for offset in offsets:
+                inflight.produced(key, offset)
+        elif step == "report":
+            key, target = args
+            report(inflight, key, target)
+        elif step == "close":
+            inflight.close(args[0])
+        elif step == "sync_acked":
+            for sync in list(inflight.syncs):
+                inflight.sync_delivered(sync)
+            inflight.syncs.clear()
+        else:
+            raise AssertionError(step)
+    return inflight
+
+
+@pytest.mark.parametrize(("steps", "positions"), [
+    # nothing acknowledged: nothing to commit
+    ([("open", A), ("produce", A, [0, 1, 2])], {}),
+    # the commit position is the last acknowledged record + 1, never past an unacknowledged one
+    ([("open", A), ("produce", A, [0, 1, 2]), ("report", A, 0), ("sync_acked",), ("report", A, 1)], {A: 2}),
+    # the first record starts a run: its sync holds the commit until the target acknowledges it
+    ([("open", A), ("produce", A, [0, 1]), ("report", A, 0), ("report", A, 1)], {A: 0}),
+    ([("open", A), ("produce", A, [0, 1]), ("report", A, 0), ("report", A, 1), ("sync_acked",)], {A: 2}),
+    # partitions are independent
+    ([("open", A), ("open", B), ("produce", A, [5]), ("produce", B, [7, 8]), ("report", A, 0),
+      ("report", B, 1), ("sync_acked",)], {A: 6, B: 8}),
+    # a closed partition commits nothing any more
+    ([("open", A), ("produce", A, [0]), ("report", A, 0), ("sync_acked",), ("close", [A])], {}),
+], ids=["unacked", "ack-order", "sync-holds", "sync-released", "two-partitions", "closed"])
+def test_commit_positions_never_pass_an_unacknowledged_record(steps: list[tuple[Any, ...]],
+                                                              positions: dict[tuple[str, int], int]) -> None:
+    assert run(steps).commit_positions() == positions
+
+
+def test_commit_positions_are_reported_once_until_they_move_again() -> None:
+    inflight = run([("open", A), ("produce", A, [0, 1]), ("report", A, 0), ("sync_acked",)])
+    assert inflight.commit_positions() == {A: 1}
+    assert inflight.commit_positions() == {}
+    report(inflight, A, 1)
+    assert inflight.commit_positions() == {A: 2}
+
+
+def test_late_reports_of_a_revoked_partition_settle_its_retired_ledger_and_never_commit_for_the_new_one() -> None:
+    inflight = run([("open", A), ("produce", A, [10, 11]), ("report", A, 0), ("sync_acked",)])
+    assert inflight.close([A]) == 1  # offset 11 still in flight
+    assert not inflight.owns(A)
+    inflight.open(A)  # assigned back, placed at 11 (the committed offset)
+    inflight.produced(A, 11)
+    assert inflight.unsettled() == 2
+    assert report(inflight, A, 1) is False  # the late report belongs to the retired ledger
+    assert inflight.commit_positions() == {}  # ... and moves nothing
+    assert report(inflight, A, 2) is True  # the new assignment's own record
+    inflight.sync_delivered(inflight.syncs[-1])
+    assert inflight.commit_positions() == {A: 12}
+    assert inflight.unsettled() == 0
+
+
+def test_retired_ledgers_are_settled_oldest_first() -> None:
+    inflight = run([("open", A), ("produce", A, [0]), ("close", [A]), ("open", A), ("produce", A, [0, 1]),
+                    ("close", [A]), ("open", A)])
+    assert inflight.unsettled() == 3
+    matched = []
+    for _ in range(3):
+        ledger, live = inflight.ledger_of_report(A)
+        assert ledger is not None and not live
+        matched.append((id(ledger), len(ledger)))
+        ledger.delivered()
+    assert [size for _, size in matched] == [1, 2, 1]  # the first retired ledger, then the second
+    assert matched[0][0] != matched[1][0] == matched[2][0]
+    assert inflight.ledger_of_report(A) == (inflight.ledgers[A], True)
+
+
+@pytest.mark.parametrize(("in_flight", "retired"), [([], False), ([3], True), ([3, 4, 5], True)])
+def test_close_returns_the_records_still_in_flight_and_retires_only_a_ledger_that_has_some(
+        in_flight: list[int], retired: bool) -> None:
+    inflight = run([("open", A), ("produce", A, in_flight)])
+    assert inflight.close([A, B]) == len(in_flight)  # B was never open: ignored
+    assert (A in inflight.retired) is retired
+    assert inflight.unsettled() == len(in_flight)
+
+
+def test_abandon_forgets_live_and_retired_records_and_unsent_syncs() -> None:
+    inflight = run([("open", A), ("produce", A, [0, 1]), ("close", [A]), ("open", A), ("open", B),
+                    ("produce", B, [0, 1, 2]), ("report", B, 0)])
+    inflight.produced(B, 3, target="merged")
+    assert inflight.syncs
+    assert inflight.abandon() == 2 + 3  # A's retired 2, B's 3 left
+    assert (inflight.ledgers, inflight.writers, dict(inflight.retired), dict(inflight.merge_order)) == ({}, {}, {}, {})
+    assert not inflight.syncs and inflight.commit_positions() == {} and inflight.unsettled() == 0
+
+
+def test_a_report_without_an_offset_settles_the_record_and_the_next_one_starts_a_run() -> None:
+    inflight = run([("open", A), ("produce", A, [0, 1, 2]), ("report", A, 0), ("sync_acked",)])
+    report(inflight, A, None)  # DUPLICATE_SEQUENCE_NUMBER: on the target, where unknown
+    assert not inflight.syncs
+    assert inflight.commit_positions() == {A: 2}
+    report(inflight, A, 2)  # would follow the first run; the writer started over, so a new run
+    assert [(s.source_offset, s.target_offset, s.previous_source_offset) for s in inflight.syncs] == [(2, 2, None)]
+
+
+def test_a_sync_of_a_partition_no_longer_owned_is_ignored() -> None:
+    inflight = InFlight()
+    inflight.sync_delivered(OffsetSync("orders", 0, 5, 5, None))
+    assert inflight.commit_positions() == {}
+
+
+def test_a_merged_target_names_the_source_topics_in_produce_order_per_partition() -> None:
+    inflight = InFlight()
+    east, west = ("east", 0), ("west", 0)
+    for key in (east, west, ("east", 1)):
+        inflight.open(key)
+    for key in (west, east, west, ("east", 1)):
+        inflight.produced(key, 0, target="all")
+    merged = frozenset({"all"})
+    assert [inflight.source_topic("all", 0, {}, merged) for _ in range(4)] == ["west", "east", "west", None]
+    assert inflight.source_topic("all", 1, {}, merged) == "east"
+
+
+@pytest.mark.parametrize(("target", "source_of", "expected"), [
+    ("source.orders", {"source.orders": "orders"}, "orders"),
+    ("unknown", {"source.orders": "orders"}, None),
+])
+def test_an_unmerged_target_names_its_one_source(target: str, source_of: dict[str, str],
+                                                 expected: str | None) -> None:
+    assert InFlight().source_topic(target, 0, source_of, frozenset()) == expected

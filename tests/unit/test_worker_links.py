@@ -1,0 +1,79 @@
+"""Links: a cluster that stops answering, or a chore that keeps failing, is one line when it starts and one
+when it ends; only a fatal client error stops the route."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from replicator.config import parse_config
+from replicator.testing import FakeKafka
+from replicator.worker.links import Links
+
+
+@pytest.fixture
+def links() -> Links:
+    config = parse_config(FakeKafka("east", "west").config_yaml(
+        "  - {name: r, source: east, target: west, topics: [orders], sla: {heartbeats: false}}\n"))
+    return Links(config.routes[0])
+
+
+def lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "replicator.worker.links"]
+
+
+@pytest.mark.parametrize("code", [KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._AUTHENTICATION,
+                                  KafkaError._SSL])
+@pytest.mark.parametrize(("side", "cluster"), [("source", "east"), ("target", "west")])
+def test_an_unreachable_cluster_is_logged_once_and_its_return_once(links: Links, caplog: pytest.LogCaptureFixture,
+                                                                  code: int, side: str, cluster: str) -> None:
+    caplog.set_level(logging.WARNING)
+    for _ in range(3):
+        assert links.error(side, KafkaError(code, "down")) is None
+    assert links.down == {side}
+    links.up(side)
+    links.up(side)
+    said = lines(caplog)
+    assert len(said) == 2, said
+    assert said[0].startswith(f"{side} cluster unreachable") and f"cluster={cluster}" in said[0]
+    assert said[1].startswith(f"{side} cluster reachable again") and "route=r" in said[1]
+    assert links.down == set()
+
+
+def test_a_side_that_answers_all_along_logs_nothing(links: Links, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    links.up("source")
+    links.clear("topic refresh")
+    assert lines(caplog) == []
+
+
+@pytest.mark.parametrize(("error", "reason"), [
+    (KafkaError(KafkaError._FATAL, "instance id still used", fatal=True), "source client: instance id still used"),
+    (KafkaError(KafkaError.FENCED_INSTANCE_ID, "fenced", fatal=True), "source client: fenced"),
+    (KafkaError(KafkaError._FATAL, "fatal without the flag"), "source client: fatal without the flag"),
+    (KafkaError(KafkaError._TIMED_OUT, "slow"), None),
+    (KafkaError(KafkaError._MSG_TIMED_OUT, "slow"), None),
+])
+def test_only_a_fatal_error_is_a_reason_to_stop(links: Links, error: KafkaError, reason: str | None) -> None:
+    assert links.error("source", error) == reason
+    assert links.down == set()
+
+
+def test_a_failing_chore_is_logged_once_with_its_first_reason_and_once_when_it_works(
+        links: Links, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    links.trouble("topic refresh", KafkaException(KafkaError(KafkaError._TIMED_OUT, "Local: Timed out")))
+    links.trouble("topic refresh", RuntimeError("other"))
+    links.trouble("placing assigned partitions", RuntimeError("no leader"))
+    assert links.troubles == {"topic refresh": "other", "placing assigned partitions": "no leader"}
+    links.clear("topic refresh")
+    links.clear("topic refresh")
+    assert lines(caplog) == [
+        "topic refresh failed, retrying (replication of what is placed goes on) route=r error='Local: Timed out'",
+        "placing assigned partitions failed, retrying (replication of what is placed goes on) route=r "
+        "error='no leader'",
+        "topic refresh works again route=r",
+    ]
+    assert links.troubles == {"placing assigned partitions": "no leader"}

@@ -1,0 +1,135 @@
+"""Subscription: what a running route copies, re-read from the source without a restart (on the fakes)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from prometheus_client import REGISTRY
+
+from replicator.config import parse_config
+from replicator.testing import FakeKafka
+from replicator.worker.subscription import Subscription
+
+
+@pytest.fixture
+def kafka() -> FakeKafka:
+    fake = FakeKafka("source", "target")
+    fake["source"].create_topic("orders", 2)
+    fake["source"].create_topic("payments", 1)
+    fake["source"].create_topic("audit", 1)
+    return fake
+
+
+def subscription(kafka: FakeKafka, topics: str = "[orders, payments]", options: str = "") -> Subscription:
+    config = parse_config(kafka.config_yaml(
+        f"  - {{name: r, source: source, target: target, topics: {topics}, sla: {{heartbeats: false}}{options}}}\n"))
+    sub = Subscription(config, config.routes[0], clients=kafka.clients())
+    sub.open()
+    return sub
+
+
+def messages(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "replicator.worker.subscription"]
+
+
+def test_the_first_refresh_makes_the_sync_topic_and_the_target_topics(kafka: FakeKafka) -> None:
+    sub = subscription(kafka)
+    assert sorted(sub.refresh() or []) == ["orders", "payments"]
+    target = kafka["target"]
+    assert set(target.topics) == {sub.sync_topic, "source.orders", "source.payments"}
+    assert len(target.topics["source.orders"].logs) == 2
+    assert target.topics[sub.sync_topic].configs["cleanup.policy"] == "compact"
+    assert sub.target_of == {"orders": "source.orders", "payments": "source.payments"}
+    assert sub.source_of == {"source.orders": "orders", "source.payments": "payments"}
+    assert sub.partitions == {"orders": 2, "payments": 1}
+    assert sub.merged == frozenset()
+    assert sub.limit_of == {"orders": 1048588, "payments": 1048588}
+    assert set(sub.topic_ids) == {"orders", "payments"}
+
+
+@pytest.mark.parametrize(("change", "names", "partitions"), [
+    (lambda source: None, None, {"orders": 2, "payments": 1}),  # nothing changed: None
+    (lambda source: source.create_topic("audit-2", 1), None, {"orders": 2, "payments": 1}),  # not selected
+    (lambda source: source.add_partitions("orders", 3), ["orders", "payments"], {"orders": 3, "payments": 1}),
+    (lambda source: source.delete_topic("payments"), ["orders"], {"orders": 2}),
+], ids=["unchanged", "unselected-topic", "grown", "deleted"])
+def test_a_refresh_returns_the_new_topic_list_only_when_it_changed(kafka: FakeKafka, change, names,  # type: ignore[no-untyped-def]
+                                                                 partitions: dict[str, int]) -> None:
+    sub = subscription(kafka)
+    sub.refresh()
+    change(kafka["source"])
+    assert (sorted(found) if (found := sub.refresh()) is not None else None) == names
+    assert sub.partitions == partitions
+    assert {t: len(kafka["target"].topics[f"source.{t}"].logs) for t in partitions} == partitions
+
+
+def test_each_change_is_one_line(kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "replicator.worker.subscription")
+    sub = subscription(kafka, topics="['.*']", options=", exclude: [audit]")
+    sub.refresh()
+    sub.refresh()
+    kafka["source"].create_topic("refunds", 1)
+    kafka["source"].delete_topic("payments")
+    sub.refresh()
+    sub.refresh()
+    assert messages(caplog) == ["subscription route=r topics=2 added=orders,payments removed=-",
+                                "subscription route=r topics=2 added=refunds removed=payments"]
+
+
+def test_sources_merged_into_one_target_are_known_as_merged(kafka: FakeKafka) -> None:
+    sub = subscription(kafka, topics="[orders, payments, audit]",
+                       options=", policy: {mapping: {orders: all, payments: all, audit: audit-dr}, merge: true}")
+    sub.refresh()
+    assert sub.target_of == {"orders": "all", "payments": "all", "audit": "audit-dr"}
+    assert sub.merged == frozenset({"all"})
+    assert len(kafka["target"].topics["all"].logs) == 2  # as wide as its widest source
+    assert sub.source_of["audit-dr"] == "audit" and sub.source_of["all"] == "orders"
+
+
+def recreated_total(topic: str) -> float:
+    return REGISTRY.get_sample_value("mirrorflow_topics_recreated_total", {"route": "r", "topic": topic}) or 0
+
+
+def test_a_topic_deleted_and_created_again_is_reported_once_per_new_id(kafka: FakeKafka,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, "replicator.worker.subscription")
+    sub = subscription(kafka)
+    sub.refresh()
+    old = kafka["source"].topics["orders"].topic_id
+    before = recreated_total("orders")
+    kafka["source"].delete_topic("orders")
+    kafka["source"].create_topic("orders", 2)
+    new = kafka["source"].topics["orders"].topic_id
+    sub.refresh()
+    sub.refresh()
+    sub.recreated("orders", new, "seen again by the positioner")
+    assert sub.recreations == 1
+    assert recreated_total("orders") - before == 1
+    assert sub.topic_ids["orders"] == new
+    said = messages(caplog)
+    assert len(said) == 1 and f"topic=orders topic_id={new}" in said[0] and f"topic id was {old}" in said[0]
+
+
+def test_describe_ids_leaves_out_a_topic_that_vanished(kafka: FakeKafka) -> None:
+    sub = subscription(kafka)
+    ids = sub.describe_ids(["orders", "gone"])
+    assert ids == {"orders": kafka["source"].topics["orders"].topic_id}
+    assert sub.describe_ids([]) == {}
+
+
+@pytest.mark.parametrize(("frozen", "answers"), [(False, True), (True, False)])
+def test_target_answers_only_when_its_cluster_does(kafka: FakeKafka, frozen: bool, answers: bool) -> None:
+    sub = subscription(kafka)
+    if frozen:
+        kafka["target"].freeze()
+    assert sub.target_answers(timeout=0.1) is answers
+
+
+def test_refresh_is_due_again_after_its_interval_or_when_forced(kafka: FakeKafka) -> None:
+    sub = subscription(kafka)
+    assert sub.due()
+    sub.refresh()
+    assert not sub.due()
+    sub.force_refresh()
+    assert sub.due()
