@@ -24,12 +24,17 @@ from collections import deque
 class PartitionLedger:
     """In-flight source offsets of one partition, and how far they are settled."""
 
-    __slots__ = ("_fifo", "_holds", "committable")
+    __slots__ = ("_fifo", "_holds", "committable", "placed")
 
-    def __init__(self) -> None:
+    def __init__(self, placed: int | None = None) -> None:
         self._fifo: deque[int] = deque()
         self._holds: dict[int, int] = {}  # sync's source offset -> highest commit allowed
         self.committable: int | None = None
+        self.placed = placed  # where copying this partition started (its first record to copy)
+
+    def resume_from(self) -> int | None:
+        """Where copying stands: after the last acknowledged record, else where it started (None: unknown)."""
+        return self.placed if self.committable is None else self.committable
 
     def __len__(self) -> int:
         return len(self._fifo)

@@ -91,7 +91,9 @@ class Positioner:
         fetch = consumer.position([tp])[0].offset
         position = fetch if fetch >= 0 else position
         low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
-        decision = start_position(position, low, high, self._start_kind())
+        # A placed partition whose position is unknown resumes at the log start: the route's `start`
+        # (latest, a timestamp) is for partitions it never copied, and would skip what is left.
+        decision = start_position(position, low, high, "earliest")
         self._explain(topic, partition, decision)
         if self.failure is None:
             target = TopicPartition(topic, partition, decision.offset)

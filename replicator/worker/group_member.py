@@ -116,7 +116,7 @@ class GroupMember:
             self._retry_at = time.monotonic() + self.timeouts.retry
             return False
         self.unplaced.discard(key)
-        self.inflight.open(key)
+        self.inflight.open(key, tp.offset if tp.offset >= 0 else None)
         if tp.topic in ids:
             self.topic_id_of[key] = ids[tp.topic]
         return True
@@ -124,7 +124,7 @@ class GroupMember:
     def _recover_resets(self, consumer: Consumer) -> None:
         for key in sorted(self.resets):
             ledger = self.inflight.ledgers.get(key)
-            position = ledger.committable if ledger is not None else None
+            position = ledger.resume_from() if ledger is not None else None
             self.failure = self.positioner.recover(consumer, key, position) or self.failure
             self.resets.discard(key)
             self.subscription.force_refresh()

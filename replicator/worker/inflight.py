@@ -42,9 +42,9 @@ class InFlight:
         """True while ``key`` is placed on this worker."""
         return key in self.ledgers
 
-    def open(self, key: TP) -> None:
+    def open(self, key: TP, placed: int | None = None) -> None:
         """Start copying ``key``: a clean ledger and a writer that has seen nothing."""
-        self.ledgers[key] = PartitionLedger()
+        self.ledgers[key] = PartitionLedger(placed)
         self.writers[key] = OffsetSyncWriter(*key)
 
     def close(self, keys: Iterable[TP]) -> int:

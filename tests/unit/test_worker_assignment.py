@@ -149,13 +149,6 @@ def test_recover_prefers_the_consumers_fetch_position_to_the_ledgers(kafka: Fake
     assert reports.losses == [(TOPIC, 0, (3, LOW))]
 
 
-BUG_RECOVER_USES_START = ("bug: Positioner.recover decides by the route's `start` setting when neither the fetch "
-                          "position nor an acknowledged record is known: with start latest (or a timestamp) a placed "
-                          "partition that retention ran past before its first acknowledgement jumps to the log end, "
-                          "skipping the records still in the log without copying them or reporting them lost")
-
-
-@pytest.mark.xfail(strict=True, reason=BUG_RECOVER_USES_START)
 @pytest.mark.parametrize("start", ["latest", '"1970-01-01T00:00:07+00:00"'])
 def test_recover_of_a_placed_partition_never_skips_records_still_in_the_log(kafka: FakeKafka, start: str) -> None:
     positioner = Reports().positioner(kafka, start=start)
@@ -167,8 +160,9 @@ def test_recover_of_a_placed_partition_never_skips_records_still_in_the_log(kafk
     assert fetched(fake)[:1] == [LOW]
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_RECOVER_USES_START)
-def test_a_route_started_at_latest_copies_what_retention_left_after_a_pause() -> None:
+def test_a_route_started_at_latest_copies_what_retention_left_after_a_pause(caplog: pytest.LogCaptureFixture) -> None:
+    """Found by these tests: recover decided by the route's `start` when the position was unknown, and a
+    route started at latest jumped to the log end, skipping what retention had left, with no loss reported."""
     from tests.fake_route import WorkerThread, wait_until
 
     kafka = FakeKafka("source", "target")
@@ -189,3 +183,4 @@ def test_a_route_started_at_latest_copies_what_retention_left_after_a_pause() ->
     copied = [r.value for r in kafka["target"].records("source.orders", 0)] if (
         "source.orders" in kafka["target"].topics) else []
     assert copied == [f"new{n}".encode() for n in range(10, 20)]
+    assert "lost_from=1 lost_to_exclusive=11 count=10" in caplog.text  # placed at 1: new0..new9 never copied
