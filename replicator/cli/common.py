@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from replicator.config import CONFIG_ENV, Config, load_config
 from replicator.dev.devenv import DEFAULT_HOME, HOME_ENV, PORTS_ENV, parse_ports
@@ -18,6 +20,15 @@ def add_config_arg(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"mirrorflow.yaml to use (env {CONFIG_ENV}; default: ./mirrorflow.yaml)",
     )
+
+
+def add_command(commands: Any, name: str, handler: Callable[[argparse.Namespace], int], *, help: str,
+                description: str) -> argparse.ArgumentParser:
+    """A command that acts on the config's routes: its parser, with ``--config``, run by ``handler``."""
+    parser: argparse.ArgumentParser = commands.add_parser(name, help=help, description=description)
+    add_config_arg(parser)
+    parser.set_defaults(handler=handler)
+    return parser
 
 
 def config_of(args: argparse.Namespace) -> Config:

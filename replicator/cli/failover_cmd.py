@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from replicator.cli.common import add_config_arg, config_of
+from replicator.cli.common import add_command, config_of
 from replicator.cli.output import table
 from replicator.cli.runbook_cmd import outcome, run_and_print
 
 
 def register(commands: Any) -> None:
     """Add the ``failover`` command."""
-    failover = commands.add_parser(
-        "failover",
+    failover = add_command(
+        commands, "failover", run_failover,
         help="fail a route over to its target: drain, stop it, commit translated offsets into the target's groups",
         description="Steps, each printed as it runs and stored in the state DB: check the source (reachable: "
         "wait for the route's lag to drain, up to --drain-timeout; unreachable: go on, the RPO is counted from "
@@ -25,7 +25,6 @@ def register(commands: Any) -> None:
         "again with the same options. Exit 0 when done, 1 when a step failed, 2 for a bad config, an unknown "
         "route or group, or bad options (nothing changed).",
     )
-    add_config_arg(failover)
     failover.add_argument("--route", required=True, metavar="NAME", help="the route to fail over")
     failover.add_argument("--group", action="append", metavar="GROUP",
                           help="only this consumer group (repeatable; default: every group with a checkpoint)")
@@ -46,7 +45,6 @@ def register(commands: Any) -> None:
                           help="abandon the route's unfinished failover run and start a new one")
     failover.add_argument("--release", action="store_true",
                           help="only let the failed-over route run again (after a drill); changes nothing else")
-    failover.set_defaults(handler=run_failover)
 
 
 def run_failover(args: argparse.Namespace) -> int:

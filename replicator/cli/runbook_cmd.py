@@ -1,4 +1,4 @@
-"""What the runbook commands (``failover``, ``failback``) share: progress lines, the run printed or as JSON."""
+"""What the runbook commands share: progress lines, the run printed or as JSON, a failure after its result."""
 
 from __future__ import annotations
 
@@ -19,13 +19,28 @@ def run_and_print(args: argparse.Namespace, run: Callable[[Callable[[str], None]
     from replicator.runbooks.engine import RunFailed
 
     try:
-        done = run(to_stderr if args.json else say)
+        done = run(progress_of(args))
     except RunFailed as exc:
         if args.json:
             print(as_json(exc.summary))
         raise
     print(as_json(summary(done)) if args.json else render(done))
     return 0
+
+
+def print_result(args: argparse.Namespace, result: Any, render: Callable[[Any], str],
+                 failure: Exception | None = None) -> int:
+    """The result rendered (``--json``: as JSON), then ``failure`` on stderr; 1 when there was one, else 0."""
+    print(as_json(result) if args.json else render(result))
+    if failure is not None:
+        sys.stderr.write(f"mirrorflow: error: {failure}\n")
+        return 1
+    return 0
+
+
+def progress_of(args: argparse.Namespace) -> Callable[[str], None]:
+    """Where progress lines go: stderr with ``--json`` (stdout holds the JSON), else stdout."""
+    return to_stderr if args.json else say
 
 
 def to_stderr(line: str) -> None:
