@@ -23,12 +23,17 @@ def add_config_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def add_command(commands: Any, name: str, handler: Callable[[argparse.Namespace], int], *, help: str,
-                description: str) -> argparse.ArgumentParser:
-    """A command that acts on the config's routes: its parser, with ``--config``, run by ``handler``."""
+                description: str | None = None) -> argparse.ArgumentParser:
+    """A command that reads the config: its parser, with ``--config``, run by ``handler``."""
     parser: argparse.ArgumentParser = commands.add_parser(name, help=help, description=description)
     add_config_arg(parser)
     parser.set_defaults(handler=handler)
     return parser
+
+
+def add_group(commands: Any, name: str, help: str) -> Any:
+    """A command group (``mirrorflow NAME ACTION``): the subparsers to add its actions to."""
+    return commands.add_parser(name, help=help).add_subparsers(dest="action", metavar="ACTION", required=True)
 
 
 def config_of(args: argparse.Namespace) -> Config:

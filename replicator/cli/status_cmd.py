@@ -6,17 +6,16 @@ import argparse
 import dataclasses
 from typing import Any
 
-from replicator.cli.common import add_config_arg, config_of
+from replicator.cli.common import add_command, config_of
 from replicator.cli.output import as_json, table
 
 
 def register(commands: Any) -> None:
     """Add the ``status`` command."""
-    status = commands.add_parser("status", help="per route and partition: end offset, committed, lag, last copy")
-    add_config_arg(status)
+    status = add_command(commands, "status", show_status,
+                         help="per route and partition: end offset, committed, lag, last copy")
     status.add_argument("--route", action="append", metavar="NAME", help="only this route (repeatable)")
     status.add_argument("--json", action="store_true", help="machine-readable output")
-    status.set_defaults(handler=show_status)
 
 
 def show_status(args: argparse.Namespace) -> int:
