@@ -7,7 +7,7 @@ from typing import Any
 
 from replicator.cli.common import add_command, config_of
 from replicator.cli.output import table
-from replicator.cli.runbook_cmd import outcome, run_and_print
+from replicator.cli.runbook_cmd import add_run_options, outcome, run_and_print
 
 
 def register(commands: Any) -> None:
@@ -39,10 +39,7 @@ def register(commands: Any) -> None:
     failback.add_argument("--accept-loss", action="store_true",
                           help="mode resync: go on although records of the old primary never reached the target "
                           "(they are deleted with its topics)")
-    failback.add_argument("--dry-run", action="store_true", help="show every step, change nothing")
-    failback.add_argument("--json", action="store_true", help="print the run as JSON (progress goes to stderr)")
-    failback.add_argument("--restart", action="store_true",
-                          help="abandon the route's unfinished failback run and start a new one")
+    add_run_options(failback, "failback")
 
 
 def run_failback(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ from typing import Any
 
 from replicator.cli.common import add_command, config_of
 from replicator.cli.output import table
-from replicator.cli.runbook_cmd import outcome, run_and_print
+from replicator.cli.runbook_cmd import add_run_options, outcome, run_and_print
 
 
 def register(commands: Any) -> None:
@@ -39,10 +39,7 @@ def register(commands: Any) -> None:
                           help="wait at most this long for the route's lag to drain (default 60)")
     failover.add_argument("--stop-timeout", default="30", metavar="SECONDS",
                           help="wait at most this long for the route's workers to leave its group (default 30)")
-    failover.add_argument("--dry-run", action="store_true", help="show every step, change nothing")
-    failover.add_argument("--json", action="store_true", help="print the run as JSON (progress goes to stderr)")
-    failover.add_argument("--restart", action="store_true",
-                          help="abandon the route's unfinished failover run and start a new one")
+    add_run_options(failover, "failover")
     failover.add_argument("--release", action="store_true",
                           help="only let the failed-over route run again (after a drill); changes nothing else")
 

@@ -10,6 +10,14 @@ from typing import Any
 from replicator.cli.output import as_json, say
 
 
+def add_run_options(parser: argparse.ArgumentParser, runbook: str) -> None:
+    """``--dry-run``, ``--json`` and ``--restart``: what every command run by the runbook engine takes."""
+    parser.add_argument("--dry-run", action="store_true", help="show every step, change nothing")
+    parser.add_argument("--json", action="store_true", help="print the run as JSON (progress goes to stderr)")
+    parser.add_argument("--restart", action="store_true",
+                        help=f"abandon the route's unfinished {runbook} run and start a new one")
+
+
 def run_and_print(args: argparse.Namespace, run: Callable[[Callable[[str], None]], Any],
                   summary: Callable[[Any], dict[str, Any]], render: Callable[[Any], str]) -> int:
     """``run(progress)``, then the run rendered (``--json``: as JSON, progress on stderr); 0 when it is done.
