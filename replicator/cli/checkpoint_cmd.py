@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from replicator.cli.common import add_command, config_of
+from replicator.cli.common import add_command, config_of, routes_of
 from replicator.cli.output import as_json, table
 
 
@@ -39,7 +39,7 @@ def run_checkpoint(args: argparse.Namespace) -> int:
     from replicator.runbooks.checkpoints.run import apply
 
     config = config_of(args)
-    routes = [config.route(name) for name in dict.fromkeys(args.route)] if args.route else list(config.routes)
+    routes = routes_of(config, dict.fromkeys(args.route or ()))
     if not routes:
         raise ConfigError("the config has no routes to checkpoint")
     prepared, failed = [], False

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
-from replicator.config import CONFIG_ENV, Config, load_config
+from replicator.config import CONFIG_ENV, Config, RouteConfig, load_config
 from replicator.dev.devenv import DEFAULT_HOME, HOME_ENV, PORTS_ENV, parse_ports
 
 
@@ -39,6 +39,11 @@ def add_group(commands: Any, name: str, help: str) -> Any:
 def config_of(args: argparse.Namespace) -> Config:
     """Load the config the arguments (or the environment) name."""
     return load_config(args.config, os.environ)
+
+
+def routes_of(config: Config, names: Collection[str] | None) -> list[RouteConfig]:
+    """The routes ``--route`` names, in that order (an unknown name is bad input), else every route of the config."""
+    return [config.route(name) for name in names] if names else list(config.routes)
 
 
 def add_home_arg(parser: argparse.ArgumentParser) -> None:

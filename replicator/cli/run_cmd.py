@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from replicator.cli.common import add_command, config_of
+from replicator.cli.common import add_command, config_of, routes_of
 from replicator.domain.secrets import redact
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def run_routes(args: argparse.Namespace) -> int:
 
     config = config_of(args)
     worker_id = worker_id_of(args)
-    routes = [config.route(name) for name in args.route] if args.route else list(config.routes)
+    routes = routes_of(config, args.route)
     if not routes:
         from replicator.errors import ConfigError
 

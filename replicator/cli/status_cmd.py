@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from replicator.cli.common import add_command, config_of
+from replicator.cli.common import add_command, config_of, routes_of
 from replicator.cli.output import as_json, table
 
 
@@ -23,7 +23,7 @@ def show_status(args: argparse.Namespace) -> int:
     from replicator.kafka.route_status import route_status
 
     config = config_of(args)
-    routes = [config.route(n) for n in args.route] if args.route else list(config.routes)
+    routes = routes_of(config, args.route)
     rows = [s for route in routes for s in route_status(config, route)]
     if args.json:
         print(as_json([{**dataclasses.asdict(s), "lag": s.lag} for s in rows]))

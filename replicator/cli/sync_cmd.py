@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from replicator.cli.common import add_command, config_of
+from replicator.cli.common import add_command, config_of, routes_of
 from replicator.cli.output import as_json, table
 
 
@@ -31,7 +31,7 @@ def run_sync(args: argparse.Namespace) -> int:
     from replicator.runbooks.sync.run import execute, prepare
 
     config = config_of(args)
-    routes = [config.route(name) for name in args.route] if args.route else list(config.routes)
+    routes = routes_of(config, args.route)
     if not routes:
         raise ConfigError("the config has no routes to sync")
     summaries, failed = [], False
