@@ -1,4 +1,4 @@
-"""Arguments several commands share, with their environment fallbacks."""
+"""What several commands share: their parsers (with --config), arguments with their environment fallbacks, routes."""
 
 from __future__ import annotations
 
