@@ -7,7 +7,7 @@ from typing import Any
 
 from replicator.cli.common import add_command, config_of
 from replicator.cli.output import table
-from replicator.cli.runbook_cmd import add_run_options, outcome, run_and_print
+from replicator.cli.runbook_cmd import add_run_options, outcome, point_row, run_and_print
 
 
 def register(commands: Any) -> None:
@@ -57,8 +57,7 @@ def render(run: Any) -> str:
     """Where each group resumes on the old primary, then what to do next (``run`` is a FailbackRun)."""
     from replicator.domain.failback import next_steps
 
-    rows = [[c.point.group, c.point.topic, c.point.partition, c.point.source_offset, "->", c.point.target_topic,
-             c.point.target_offset, c.point.describe(), outcome(c)] for c in run.commits]
+    rows = [point_row(c.point, outcome(c)) for c in run.commits]
     heading = (f"failback{'' if run.run_id is None else f' run {run.run_id}'} of route {run.request.route} "
                f"({run.request.mode.value}): {run.backup} -> {run.primary}: {run.status.value}")
     lines = [heading]

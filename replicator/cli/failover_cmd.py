@@ -7,7 +7,7 @@ from typing import Any
 
 from replicator.cli.common import add_command, config_of
 from replicator.cli.output import table
-from replicator.cli.runbook_cmd import add_run_options, outcome, run_and_print
+from replicator.cli.runbook_cmd import add_run_options, outcome, point_row, run_and_print
 
 
 def register(commands: Any) -> None:
@@ -65,11 +65,9 @@ def render(run: Any) -> str:
     """The resume points and what became of them, then what to do next (``run`` is a FailoverRun)."""
     from replicator.domain.failover_run import next_steps
 
-    rows = [[c.point.group, c.point.topic, c.point.partition, c.point.source_offset, "->", c.point.target_topic,
-             c.point.target_offset, c.point.describe(), outcome(c)] for c in run.commits]
+    rows = [point_row(c.point, outcome(c)) for c in run.commits]
     if not rows:
-        rows = [[p.group, p.topic, p.partition, p.source_offset, "->", p.target_topic, p.target_offset,
-                 p.describe(), "-"] for p in run.points]
+        rows = [point_row(p, "-") for p in run.points]
     heading = (f"failover{'' if run.run_id is None else f' run {run.run_id}'} of route {run.request.route}: "
                f"{run.source} -> {run.target}: {run.status.value}")
     lines = [heading]

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from replicator.cli.output import as_json, say
+
+if TYPE_CHECKING:
+    from replicator.domain.resume_point import ResumePoint
 
 
 def add_run_options(parser: argparse.ArgumentParser, runbook: str) -> None:
@@ -55,6 +58,12 @@ def to_stderr(line: str) -> None:
     """A progress line on stderr (stdout holds the JSON)."""
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
+
+
+def point_row(point: ResumePoint, result: str) -> list[Any]:
+    """Where a group resumes, as a row of the failover and failback tables, then what became of it."""
+    return [point.group, point.topic, point.partition, point.source_offset, "->", point.target_topic,
+            point.target_offset, point.describe(), result]
 
 
 def outcome(commit: Any) -> str:
