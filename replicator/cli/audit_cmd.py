@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import sys
 from typing import Any
 
-from replicator.cli.common import add_config_arg, config_of
-from replicator.cli.output import as_json, say, table
+from replicator.cli.common import add_command, config_of
+from replicator.cli.output import table
+from replicator.cli.runbook_cmd import print_result, progress_of
 
 SPARK_MASTER_ENV = "MIRRORFLOW_SPARK_MASTER"
 RANGES_SHOWN = 3
@@ -17,8 +17,8 @@ RANGES_SHOWN = 3
 
 def register(commands: Any) -> None:
     """Add the ``audit`` command."""
-    audit = commands.add_parser(
-        "audit",
+    audit = add_command(
+        commands, "audit", run_audit_command,
         help="compare a route's source topics and replicas over a time window, per partition and bucket (Spark)",
         description="Read each source topic of the route and its replica for the window with a local Spark job, "
         "compare them per partition and time bucket (counts and record digests), name missing, duplicated and "
@@ -26,7 +26,6 @@ def register(commands: Any) -> None:
         "count as pending, not missing. Exit 0 when nothing is missing (duplicates and extra records are shown), "
         "1 when records are missing or a cluster or the job failed, 2 for bad input.",
     )
-    add_config_arg(audit)
     audit.add_argument("--route", required=True, metavar="NAME", help="route to audit")
     audit.add_argument("--from", dest="start", required=True, metavar="TIME",
                        help="window start, included: ISO 8601 (UTC unless it has an offset) or 'now'")
@@ -39,7 +38,6 @@ def register(commands: Any) -> None:
     audit.add_argument("--run-key", default=None, metavar="KEY",
                        help="id of the run in the state DB; an audit with the same key replaces it (default: new)")
     audit.add_argument("--json", action="store_true", help="print the summary as JSON (progress goes to stderr)")
-    audit.set_defaults(handler=run_audit_command)
 
 
 def run_audit_command(args: argparse.Namespace) -> int:
@@ -50,13 +48,7 @@ def run_audit_command(args: argparse.Namespace) -> int:
     config = config_of(args)
     config.route(args.route)  # an unknown route is bad input (2) before any cluster is asked
     window = audit_window(args.start, args.end, args.bucket, names=("--from", "--to"))
-
-    def progress(line: str) -> None:
-        if args.json:
-            sys.stderr.write(line + "\n")
-        else:
-            say(line)
-
+    progress = progress_of(args)
     progress(f"audit {args.route}: {window.describe()}")
     at = [dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC) for ms in (window.start_ms, window.end_ms)]
     failure: AuditFailed | None = None
@@ -65,11 +57,7 @@ def run_audit_command(args: argparse.Namespace) -> int:
                             master=args.master, progress=progress)
     except AuditFailed as exc:
         summary, failure = exc.summary, exc
-    print(as_json(summary) if args.json else render(summary))
-    if failure is not None:
-        sys.stderr.write(f"mirrorflow: error: {failure}\n")
-        return 1
-    return 0
+    return print_result(args, summary, render, failure)
 
 
 def _ranges(ranges: list[list[int]], count: int) -> str | None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any
 
-from replicator.cli.common import add_config_arg, config_of
-from replicator.cli.output import as_json, say, table
+from replicator.cli.common import add_command, config_of
+from replicator.cli.output import table
+from replicator.cli.runbook_cmd import print_result, progress_of
 from replicator.errors import UsageError
 from replicator.runbooks.backfill.plan import parse_offset_ranges
 
@@ -17,8 +17,8 @@ SPARK_MASTER_ENV = "MIRRORFLOW_SPARK_MASTER"
 
 def register(commands: Any) -> None:
     """Add the ``backfill`` command."""
-    backfill = commands.add_parser(
-        "backfill",
+    backfill = add_command(
+        commands, "backfill", run_backfill_command,
         help="copy a historical range of a route's topic to the same partitions of its replica (Spark)",
         description="Copy records of a source topic that the route did not copy (written before it started, or "
         "before the topic joined it) to the same partitions of the replica, with key, value, headers and "
@@ -31,7 +31,6 @@ def register(commands: Any) -> None:
         "record arrived, 1 when some are missing or a cluster or the job failed, 2 for bad input (a refused "
         "range included).",
     )
-    add_config_arg(backfill)
     backfill.add_argument("--route", required=True, metavar="NAME", help="the route whose topic to backfill")
     backfill.add_argument("--topic", required=True, metavar="TOPIC", help="the source topic")
     backfill.add_argument("--from", dest="start", metavar="TIME",
@@ -47,7 +46,6 @@ def register(commands: Any) -> None:
     backfill.add_argument("--master", default=os.environ.get(SPARK_MASTER_ENV),
                           help=f"Spark master (env {SPARK_MASTER_ENV}; default: local[2])")
     backfill.add_argument("--json", action="store_true", help="print the result as JSON (progress goes to stderr)")
-    backfill.set_defaults(handler=run_backfill_command)
 
 
 def run_backfill_command(args: argparse.Namespace) -> int:
@@ -64,24 +62,13 @@ def run_backfill_command(args: argparse.Namespace) -> int:
     offsets = parse_offset_ranges(args.from_offset, args.to_offset) if by_offsets else None
     config = config_of(args)
     config.route(args.route)  # an unknown route is bad input (2) before any cluster is asked
-
-    def progress(line: str) -> None:
-        if args.json:
-            sys.stderr.write(line + "\n")
-        else:
-            say(line)
-
     failure: BackfillIncomplete | None = None
     try:
         result = run_backfill(config, args.route, args.topic, args.start, args.end, offsets=offsets,
-                              overlap_ok=args.overlap_ok, master=args.master, progress=progress)
+                              overlap_ok=args.overlap_ok, master=args.master, progress=progress_of(args))
     except BackfillIncomplete as exc:
         result, failure = exc.result, exc
-    print(as_json(result) if args.json else render(result))
-    if failure is not None:
-        sys.stderr.write(f"mirrorflow: error: {failure}\n")
-        return 1
-    return 0
+    return print_result(args, result, render, failure)
 
 
 def render(result: dict[str, Any]) -> str:

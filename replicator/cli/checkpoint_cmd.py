@@ -6,14 +6,14 @@ import argparse
 import sys
 from typing import Any
 
-from replicator.cli.common import add_config_arg, config_of
+from replicator.cli.common import add_command, config_of, routes_of
 from replicator.cli.output import as_json, table
 
 
 def register(commands: Any) -> None:
     """Add the ``checkpoint`` command."""
-    checkpoint = commands.add_parser(
-        "checkpoint",
+    checkpoint = add_command(
+        commands, "checkpoint", run_checkpoint,
         help="translate consumer-group offsets through the offset syncs; store them, optionally commit them",
         description="For each route: read the committed offsets of the source's consumer groups that match "
         "routes[].checkpoints (groups, exclude_groups), translate each through the route's offset syncs, "
@@ -23,7 +23,6 @@ def register(commands: Any) -> None:
         "offset and whether it is exact or how many records may repeat. Exit 0 when done, 1 when a cluster "
         "could not be read or a write failed, 2 for a bad config, an unknown route or group (nothing changed).",
     )
-    add_config_arg(checkpoint)
     checkpoint.add_argument("--route", action="append", metavar="NAME",
                             help="route to checkpoint (repeatable; default: every route of the config)")
     checkpoint.add_argument("--group", action="append", metavar="GROUP",
@@ -31,7 +30,6 @@ def register(commands: Any) -> None:
                             "the route's group filters)")
     checkpoint.add_argument("--dry-run", action="store_true", help="translate and print, write nothing")
     checkpoint.add_argument("--json", action="store_true", help="print each run's summary as JSON")
-    checkpoint.set_defaults(handler=run_checkpoint)
 
 
 def run_checkpoint(args: argparse.Namespace) -> int:
@@ -41,7 +39,7 @@ def run_checkpoint(args: argparse.Namespace) -> int:
     from replicator.runbooks.checkpoints.run import apply
 
     config = config_of(args)
-    routes = [config.route(name) for name in dict.fromkeys(args.route)] if args.route else list(config.routes)
+    routes = routes_of(config, dict.fromkeys(args.route or ()))
     if not routes:
         raise ConfigError("the config has no routes to checkpoint")
     prepared, failed = [], False

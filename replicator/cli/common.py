@@ -1,12 +1,14 @@
-"""Arguments several commands share, with their environment fallbacks."""
+"""What several commands share: their parsers (with --config), arguments with their environment fallbacks, routes."""
 
 from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Any
 
-from replicator.config import CONFIG_ENV, Config, load_config
+from replicator.config import CONFIG_ENV, Config, RouteConfig, load_config
 from replicator.dev.devenv import DEFAULT_HOME, HOME_ENV, PORTS_ENV, parse_ports
 
 
@@ -20,9 +22,28 @@ def add_config_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_command(commands: Any, name: str, handler: Callable[[argparse.Namespace], int], *, help: str,
+                description: str | None = None) -> argparse.ArgumentParser:
+    """A command that reads the config: its parser, with ``--config``, run by ``handler``."""
+    parser: argparse.ArgumentParser = commands.add_parser(name, help=help, description=description)
+    add_config_arg(parser)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def add_group(commands: Any, name: str, help: str) -> Any:
+    """A command group (``mirrorflow NAME ACTION``): the subparsers to add its actions to."""
+    return commands.add_parser(name, help=help).add_subparsers(dest="action", metavar="ACTION", required=True)
+
+
 def config_of(args: argparse.Namespace) -> Config:
     """Load the config the arguments (or the environment) name."""
     return load_config(args.config, os.environ)
+
+
+def routes_of(config: Config, names: Collection[str] | None) -> list[RouteConfig]:
+    """The routes ``--route`` names, in that order (an unknown name is bad input), else every route of the config."""
+    return [config.route(name) for name in names] if names else list(config.routes)
 
 
 def add_home_arg(parser: argparse.ArgumentParser) -> None:

@@ -5,19 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from replicator.cli.common import add_config_arg, config_of
+from replicator.cli.common import add_command, add_group, config_of
 from replicator.cli.output import as_json, table
 from replicator.domain.secrets import redact_url
 
 
 def register(commands: Any) -> None:
     """Add the ``config`` command group."""
-    parser = commands.add_parser("config", help="validate the configuration file")
-    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    check = sub.add_parser("check", help="validate mirrorflow.yaml; exit 2 naming every bad key")
-    add_config_arg(check)
+    sub = add_group(commands, "config", help="validate the configuration file")
+    check = add_command(sub, "check", check_config, help="validate mirrorflow.yaml; exit 2 naming every bad key")
     check.add_argument("--json", action="store_true", help="print the effective config as JSON")
-    check.set_defaults(handler=check_config)
 
 
 def check_config(args: argparse.Namespace) -> int:

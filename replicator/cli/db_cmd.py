@@ -5,18 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from replicator.cli.common import add_config_arg, config_of
+from replicator.cli.common import add_command, add_group, config_of
 
 
 def register(commands: Any) -> None:
     """Add the ``db`` command group."""
-    parser = commands.add_parser("db", help="the state database")
-    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    upgrade = sub.add_parser(
-        "upgrade", help="apply pending migrations and register the config's routes (idempotent)"
-    )
-    add_config_arg(upgrade)
-    upgrade.set_defaults(handler=upgrade_db)
+    sub = add_group(commands, "db", help="the state database")
+    add_command(sub, "upgrade", upgrade_db,
+                help="apply pending migrations and register the config's routes (idempotent)")
 
 
 def upgrade_db(args: argparse.Namespace) -> int:

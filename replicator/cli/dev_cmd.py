@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from replicator.cli.common import add_home_arg, dev_ports
+from replicator.cli.common import add_group, add_home_arg, dev_ports
 from replicator.cli.output import as_json, say, table
 from replicator.config import CONFIG_ENV, Config, RouteConfig, load_config
 from replicator.dev.airflow_local import (
@@ -35,8 +35,7 @@ if TYPE_CHECKING:
 
 def register(commands: Any) -> None:
     """Add the ``dev`` command group and ``demo``."""
-    dev = commands.add_parser("dev", help="local Kafka clusters primary and backup on loopback")
-    sub = dev.add_subparsers(dest="action", metavar="ACTION", required=True)
+    sub = add_group(commands, "dev", help="local Kafka clusters primary and backup on loopback")
 
     up = sub.add_parser("up", help="start both clusters (harmless when running); writes mirrorflow.yaml")
     add_home_arg(up)

@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from replicator.cli.common import add_config_arg, config_of
+from replicator.cli.common import add_command, config_of
 from replicator.cli.output import table
-from replicator.cli.runbook_cmd import outcome, run_and_print
+from replicator.cli.runbook_cmd import add_run_options, outcome, point_row, run_and_print
 
 
 def register(commands: Any) -> None:
     """Add the ``failback`` command."""
-    failback = commands.add_parser(
-        "failback",
+    failback = add_command(
+        commands, "failback", run_failback,
         help="after a failover, copy back what was written on the target and move the groups home",
         description="For a failed-over route (source = the old primary, target = where the applications run "
         "now), with both clusters up and the route's workers stopped. Mode incremental (default): a reverse "
@@ -27,7 +27,6 @@ def register(commands: Any) -> None:
         "and stored in the state DB; a run that fails midway resumes at the failed step when run again. "
         "Exit 0 when done, 1 when a step failed, 2 for a bad config, an unknown route or bad options.",
     )
-    add_config_arg(failback)
     failback.add_argument("--route", required=True, metavar="NAME", help="the failed-over route to bring back")
     failback.add_argument("--mode", choices=["incremental", "resync"], default="incremental",
                           help="incremental: only what was written since the failover (default); resync: "
@@ -40,11 +39,7 @@ def register(commands: Any) -> None:
     failback.add_argument("--accept-loss", action="store_true",
                           help="mode resync: go on although records of the old primary never reached the target "
                           "(they are deleted with its topics)")
-    failback.add_argument("--dry-run", action="store_true", help="show every step, change nothing")
-    failback.add_argument("--json", action="store_true", help="print the run as JSON (progress goes to stderr)")
-    failback.add_argument("--restart", action="store_true",
-                          help="abandon the route's unfinished failback run and start a new one")
-    failback.set_defaults(handler=run_failback)
+    add_run_options(failback, "failback")
 
 
 def run_failback(args: argparse.Namespace) -> int:
@@ -62,8 +57,7 @@ def render(run: Any) -> str:
     """Where each group resumes on the old primary, then what to do next (``run`` is a FailbackRun)."""
     from replicator.domain.failback import next_steps
 
-    rows = [[c.point.group, c.point.topic, c.point.partition, c.point.source_offset, "->", c.point.target_topic,
-             c.point.target_offset, c.point.describe(), outcome(c)] for c in run.commits]
+    rows = [point_row(c.point, outcome(c)) for c in run.commits]
     heading = (f"failback{'' if run.run_id is None else f' run {run.run_id}'} of route {run.request.route} "
                f"({run.request.mode.value}): {run.backup} -> {run.primary}: {run.status.value}")
     lines = [heading]

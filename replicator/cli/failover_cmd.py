@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from replicator.cli.common import add_config_arg, config_of
+from replicator.cli.common import add_command, config_of
 from replicator.cli.output import table
-from replicator.cli.runbook_cmd import outcome, run_and_print
+from replicator.cli.runbook_cmd import add_run_options, outcome, point_row, run_and_print
 
 
 def register(commands: Any) -> None:
     """Add the ``failover`` command."""
-    failover = commands.add_parser(
-        "failover",
+    failover = add_command(
+        commands, "failover", run_failover,
         help="fail a route over to its target: drain, stop it, commit translated offsets into the target's groups",
         description="Steps, each printed as it runs and stored in the state DB: check the source (reachable: "
         "wait for the route's lag to drain, up to --drain-timeout; unreachable: go on, the RPO is counted from "
@@ -25,7 +25,6 @@ def register(commands: Any) -> None:
         "again with the same options. Exit 0 when done, 1 when a step failed, 2 for a bad config, an unknown "
         "route or group, or bad options (nothing changed).",
     )
-    add_config_arg(failover)
     failover.add_argument("--route", required=True, metavar="NAME", help="the route to fail over")
     failover.add_argument("--group", action="append", metavar="GROUP",
                           help="only this consumer group (repeatable; default: every group with a checkpoint)")
@@ -40,13 +39,9 @@ def register(commands: Any) -> None:
                           help="wait at most this long for the route's lag to drain (default 60)")
     failover.add_argument("--stop-timeout", default="30", metavar="SECONDS",
                           help="wait at most this long for the route's workers to leave its group (default 30)")
-    failover.add_argument("--dry-run", action="store_true", help="show every step, change nothing")
-    failover.add_argument("--json", action="store_true", help="print the run as JSON (progress goes to stderr)")
-    failover.add_argument("--restart", action="store_true",
-                          help="abandon the route's unfinished failover run and start a new one")
+    add_run_options(failover, "failover")
     failover.add_argument("--release", action="store_true",
                           help="only let the failed-over route run again (after a drill); changes nothing else")
-    failover.set_defaults(handler=run_failover)
 
 
 def run_failover(args: argparse.Namespace) -> int:
@@ -70,11 +65,9 @@ def render(run: Any) -> str:
     """The resume points and what became of them, then what to do next (``run`` is a FailoverRun)."""
     from replicator.domain.failover_run import next_steps
 
-    rows = [[c.point.group, c.point.topic, c.point.partition, c.point.source_offset, "->", c.point.target_topic,
-             c.point.target_offset, c.point.describe(), outcome(c)] for c in run.commits]
+    rows = [point_row(c.point, outcome(c)) for c in run.commits]
     if not rows:
-        rows = [[p.group, p.topic, p.partition, p.source_offset, "->", p.target_topic, p.target_offset,
-                 p.describe(), "-"] for p in run.points]
+        rows = [point_row(p, "-") for p in run.points]
     heading = (f"failover{'' if run.run_id is None else f' run {run.run_id}'} of route {run.request.route}: "
                f"{run.source} -> {run.target}: {run.status.value}")
     lines = [heading]

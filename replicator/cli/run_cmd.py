@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from replicator.cli.common import add_config_arg, config_of
+from replicator.cli.common import add_command, config_of, routes_of
 from replicator.domain.secrets import redact
 
 if TYPE_CHECKING:
@@ -37,8 +37,8 @@ def worker_id_of(args: argparse.Namespace) -> str | None:
 
 def register(commands: Any) -> None:
     """Add the ``run`` command."""
-    run = commands.add_parser("run", help="replicate routes continuously (foreground; SIGTERM to stop)")
-    add_config_arg(run)
+    run = add_command(commands, "run", run_routes,
+                      help="replicate routes continuously (foreground; SIGTERM to stop)")
     run.add_argument("--route", action="append", metavar="NAME",
                      help="route to run (repeatable; default: every route of the config)")
     run.add_argument("--metrics-port", type=int, metavar="P", help="serve Prometheus metrics on this port")
@@ -48,7 +48,6 @@ def register(commands: Any) -> None:
         "(systemd, a Kubernetes StatefulSet) takes its partitions back at once instead of after the group's "
         "session timeout; two running workers of a route must never share one",
     )
-    run.set_defaults(handler=run_routes)
 
 
 def run_routes(args: argparse.Namespace) -> int:
@@ -58,7 +57,7 @@ def run_routes(args: argparse.Namespace) -> int:
 
     config = config_of(args)
     worker_id = worker_id_of(args)
-    routes = [config.route(name) for name in args.route] if args.route else list(config.routes)
+    routes = routes_of(config, args.route)
     if not routes:
         from replicator.errors import ConfigError
 

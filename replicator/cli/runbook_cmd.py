@@ -1,13 +1,24 @@
-"""What the runbook commands (``failover``, ``failback``) share: progress lines, the run printed or as JSON."""
+"""What the runbook commands share: progress lines, the run printed or as JSON, a failure after its result."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from replicator.cli.output import as_json, say
+
+if TYPE_CHECKING:
+    from replicator.domain.resume_point import ResumePoint
+
+
+def add_run_options(parser: argparse.ArgumentParser, runbook: str) -> None:
+    """``--dry-run``, ``--json`` and ``--restart``: what every command run by the runbook engine takes."""
+    parser.add_argument("--dry-run", action="store_true", help="show every step, change nothing")
+    parser.add_argument("--json", action="store_true", help="print the run as JSON (progress goes to stderr)")
+    parser.add_argument("--restart", action="store_true",
+                        help=f"abandon the route's unfinished {runbook} run and start a new one")
 
 
 def run_and_print(args: argparse.Namespace, run: Callable[[Callable[[str], None]], Any],
@@ -19,7 +30,7 @@ def run_and_print(args: argparse.Namespace, run: Callable[[Callable[[str], None]
     from replicator.runbooks.engine import RunFailed
 
     try:
-        done = run(to_stderr if args.json else say)
+        done = run(progress_of(args))
     except RunFailed as exc:
         if args.json:
             print(as_json(exc.summary))
@@ -28,10 +39,31 @@ def run_and_print(args: argparse.Namespace, run: Callable[[Callable[[str], None]
     return 0
 
 
+def print_result(args: argparse.Namespace, result: Any, render: Callable[[Any], str],
+                 failure: Exception | None = None) -> int:
+    """The result rendered (``--json``: as JSON), then ``failure`` on stderr; 1 when there was one, else 0."""
+    print(as_json(result) if args.json else render(result))
+    if failure is not None:
+        sys.stderr.write(f"mirrorflow: error: {failure}\n")
+        return 1
+    return 0
+
+
+def progress_of(args: argparse.Namespace) -> Callable[[str], None]:
+    """Where progress lines go: stderr with ``--json`` (stdout holds the JSON), else stdout."""
+    return to_stderr if args.json else say
+
+
 def to_stderr(line: str) -> None:
     """A progress line on stderr (stdout holds the JSON)."""
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
+
+
+def point_row(point: ResumePoint, result: str) -> list[Any]:
+    """Where a group resumes, as a row of the failover and failback tables, then what became of it."""
+    return [point.group, point.topic, point.partition, point.source_offset, "->", point.target_topic,
+            point.target_offset, point.describe(), result]
 
 
 def outcome(commit: Any) -> str:

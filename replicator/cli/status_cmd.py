@@ -6,17 +6,16 @@ import argparse
 import dataclasses
 from typing import Any
 
-from replicator.cli.common import add_config_arg, config_of
+from replicator.cli.common import add_command, config_of, routes_of
 from replicator.cli.output import as_json, table
 
 
 def register(commands: Any) -> None:
     """Add the ``status`` command."""
-    status = commands.add_parser("status", help="per route and partition: end offset, committed, lag, last copy")
-    add_config_arg(status)
+    status = add_command(commands, "status", show_status,
+                         help="per route and partition: end offset, committed, lag, last copy")
     status.add_argument("--route", action="append", metavar="NAME", help="only this route (repeatable)")
     status.add_argument("--json", action="store_true", help="machine-readable output")
-    status.set_defaults(handler=show_status)
 
 
 def show_status(args: argparse.Namespace) -> int:
@@ -24,7 +23,7 @@ def show_status(args: argparse.Namespace) -> int:
     from replicator.kafka.route_status import route_status
 
     config = config_of(args)
-    routes = [config.route(n) for n in args.route] if args.route else list(config.routes)
+    routes = routes_of(config, args.route)
     rows = [s for route in routes for s in route_status(config, route)]
     if args.json:
         print(as_json([{**dataclasses.asdict(s), "lag": s.lag} for s in rows]))

@@ -6,25 +6,23 @@ import argparse
 import sys
 from typing import Any
 
-from replicator.cli.common import add_config_arg, config_of
+from replicator.cli.common import add_command, config_of, routes_of
 from replicator.cli.output import as_json, table
 
 
 def register(commands: Any) -> None:
     """Add the ``sync`` command."""
-    sync = commands.add_parser(
-        "sync",
+    sync = add_command(
+        commands, "sync", run_sync,
         help="create missing target topics, grow partitions, copy topic configs and ACLs (plan, then apply)",
         description="For each route: print the plan as a table, apply it (unless --dry-run), print each "
         "action's outcome and record the run in the state DB. Exit 0 when everything applied, "
         "1 when an action failed (the others are still applied), 2 for a bad config.",
     )
-    add_config_arg(sync)
     sync.add_argument("--route", action="append", metavar="NAME",
                       help="route to sync (repeatable; default: every route of the config)")
     sync.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     sync.add_argument("--json", action="store_true", help="print each run's summary as JSON instead of tables")
-    sync.set_defaults(handler=run_sync)
 
 
 def run_sync(args: argparse.Namespace) -> int:
@@ -33,7 +31,7 @@ def run_sync(args: argparse.Namespace) -> int:
     from replicator.runbooks.sync.run import execute, prepare
 
     config = config_of(args)
-    routes = [config.route(name) for name in args.route] if args.route else list(config.routes)
+    routes = routes_of(config, args.route)
     if not routes:
         raise ConfigError("the config has no routes to sync")
     summaries, failed = [], False

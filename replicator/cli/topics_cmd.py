@@ -5,26 +5,21 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from replicator.cli.common import add_config_arg, config_of
+from replicator.cli.common import add_command, add_group, config_of
 from replicator.cli.output import table
 
 
 def register(commands: Any) -> None:
     """Add the ``topics`` command group."""
-    topics = commands.add_parser(
-        "topics", help="add or remove topics of a route (running workers follow within seconds)")
-    sub = topics.add_subparsers(dest="action", metavar="ACTION", required=True)
+    sub = add_group(commands, "topics", help="add or remove topics of a route (running workers follow within seconds)")
     for action, text in (("add", "replicate TOPIC on ROUTE, even if the route's patterns do not match it"),
                          ("remove", "stop replicating TOPIC on ROUTE, even if the route's patterns match it")):
-        parser = sub.add_parser(action, help=text)
-        add_config_arg(parser)
+        parser = add_command(sub, action, change_topic, help=text)
         parser.add_argument("route")
         parser.add_argument("topic")
-        parser.set_defaults(handler=change_topic, desired=action)
-    listing = sub.add_parser("list", help="the topics of ROUTE: wanted state and last reported status")
-    add_config_arg(listing)
+        parser.set_defaults(desired=action)
+    listing = add_command(sub, "list", list_topics, help="the topics of ROUTE: wanted state and last reported status")
     listing.add_argument("route")
-    listing.set_defaults(handler=list_topics)
 
 
 def change_topic(args: argparse.Namespace) -> int:

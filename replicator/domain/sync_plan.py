@@ -36,19 +36,25 @@ def _shown(value: str | None) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class CreateTopic:
-    """Create a missing target topic with the source's partition count and configs."""
+class TopicAction:
+    """What the actions on one target topic share: the topic, which is the resource they change."""
 
-    kind: ClassVar[str] = "create topic"
     topic: str
-    source_topic: str
-    partitions: int
-    configs: tuple[tuple[str, str], ...] = ()
 
     @property
     def resource(self) -> str:
         """The target topic."""
         return f"topic {self.topic}"
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopic(TopicAction):
+    """Create a missing target topic with the source's partition count and configs."""
+
+    kind: ClassVar[str] = "create topic"
+    source_topic: str
+    partitions: int
+    configs: tuple[tuple[str, str], ...] = ()
 
     @property
     def detail(self) -> str:
@@ -65,18 +71,12 @@ class CreateTopic:
 
 
 @dataclass(frozen=True, slots=True)
-class AddPartitions:
+class AddPartitions(TopicAction):
     """Grow a target topic to the source's partition count (partitions are never removed)."""
 
     kind: ClassVar[str] = "add partitions"
-    topic: str
     current: int
     wanted: int
-
-    @property
-    def resource(self) -> str:
-        """The target topic."""
-        return f"topic {self.topic}"
 
     @property
     def detail(self) -> str:
@@ -89,17 +89,11 @@ class AddPartitions:
 
 
 @dataclass(frozen=True, slots=True)
-class AlterTopicConfig:
+class AlterTopicConfig(TopicAction):
     """Set or remove topic-level configs of a target topic."""
 
     kind: ClassVar[str] = "alter configs"
-    topic: str
     changes: tuple[ConfigChange, ...]
-
-    @property
-    def resource(self) -> str:
-        """The target topic."""
-        return f"topic {self.topic}"
 
     @property
     def detail(self) -> str:
@@ -137,17 +131,11 @@ class CreateAcl:
 
 
 @dataclass(frozen=True, slots=True)
-class DeleteTopic:
+class DeleteTopic(TopicAction):
     """Delete a replica whose source topic is gone (only when the route opts in)."""
 
     kind: ClassVar[str] = "delete topic"
-    topic: str
     source_topic: str
-
-    @property
-    def resource(self) -> str:
-        """The target topic."""
-        return f"topic {self.topic}"
 
     @property
     def detail(self) -> str:

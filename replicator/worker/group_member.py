@@ -13,21 +13,14 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
-from confluent_kafka import (
-    OFFSET_BEGINNING,
-    Consumer,
-    KafkaError,
-    KafkaException,
-    Message,
-    Producer,
-    TopicPartition,
-)
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from replicator.domain.commit_metadata import encode_note
 from replicator.domain.offset_sync import encode_sync
 from replicator.errors import ClusterError
 from replicator.worker import metrics
 from replicator.worker.callbacks import shielded
+from replicator.worker.records import TP
 
 if TYPE_CHECKING:
     from replicator.config import RouteConfig
@@ -38,8 +31,6 @@ if TYPE_CHECKING:
     from replicator.worker.subscription import Subscription
 
 log = logging.getLogger(__name__)
-
-TP = tuple[str, int]
 
 
 class GroupMember:

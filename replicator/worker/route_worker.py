@@ -29,14 +29,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import (
-    Consumer,
-    KafkaError,
-    KafkaException,
-    Message,
-    Producer,
-    TopicPartition,
-)
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from replicator.config import Config, RouteConfig
 from replicator.domain.dead_letter import may_not_fit, record_size
@@ -58,7 +51,7 @@ from replicator.worker.group_member import GroupMember
 from replicator.worker.heartbeat import HeartbeatEmitter
 from replicator.worker.inflight import InFlight
 from replicator.worker.links import Links
-from replicator.worker.records import error_of, event_partition, for_producer, headers_of, key_of, offset_of
+from replicator.worker.records import TP, error_of, event_partition, for_producer, headers_of, key_of, offset_of
 from replicator.worker.refusals import describe_refusal
 from replicator.worker.stall import LoopWatch, ProducerWatch, discard
 from replicator.worker.subscription import REFRESH_SECONDS, Subscription
@@ -68,7 +61,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TP = tuple[str, int]
 # The target partition (or topic) is not in the producer's metadata: a partition just added, metadata that went
 # back for a moment, a topic being created again. Transient: the records are copied again once it is there.
 NOT_THERE = (KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC)
