@@ -1,4 +1,4 @@
-"""Reading docker-compose.yml and checking it against the repo (used by tests/unit/test_compose.py).
+"""Reading docker-compose.yml and checking it against the repo (used by tests/unit/dev/test_compose.py).
 
 Each check returns the disagreements it finds, one readable line each.
 """

@@ -1,0 +1,169 @@
+"""The Replication page's shaping, chart and HTML (pure): table-driven over the public functions."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from replicator.ui.chart import svg_chart
+from replicator.ui.page import (
+    Lag,
+    Point,
+    ReplicationPage,
+    Series,
+    backfill_row,
+    build_page,
+    build_series,
+    choose_route,
+    current_lag,
+    failback_row,
+    format_ranges,
+    format_seconds,
+    format_time,
+    parse_lag,
+)
+from replicator.ui.render import render_error, render_page
+
+T0 = dt.datetime(2026, 11, 26, 2, 0, tzinfo=dt.UTC)
+MINUTE = dt.timedelta(minutes=1)
+
+
+def _bucket(topic: str, at: dt.datetime, source: int, target: int, missing: int = 0) -> dict[str, object]:
+    return {"topic": topic, "bucket_start": at, "source_count": source, "target_count": target,
+            "missing_count": missing, "duplicate_count": 0}
+
+
+@pytest.mark.parametrize(("detail", "records"), [
+    ("lag 1234 records (limit 1000, largest orders[1]: 1200)", 1234),
+    ("lag 0 records (limit 100000)", 0),
+    ("cannot measure lag: cluster 'primary' unreachable", None),
+    ("", None),
+])
+def test_parse_lag_reads_the_count_of_the_lag_check(detail: str, records: int | None) -> None:
+    assert parse_lag(detail) == records
+
+
+def test_current_lag_is_the_lag_check_of_the_sla_states() -> None:
+    states = [{"check": "heartbeat", "state": "ok", "detail": "heartbeat age 1 s", "checked_at": T0},
+              {"check": "lag", "state": "breached", "detail": "lag 7 records (limit 5)", "checked_at": T0}]
+    assert current_lag(states) == Lag(7, "lag 7 records (limit 5)", T0, True)
+    assert current_lag(states[:1]) is None
+
+
+@pytest.mark.parametrize(("routes", "wanted", "chosen"), [
+    (["a", "b"], "b", "b"), (["a", "b"], "nope", "a"), (["a", "b"], None, "a"), ([], "a", None),
+])
+def test_choose_route(routes: list[str], wanted: str | None, chosen: str | None) -> None:
+    assert choose_route(routes, wanted) == chosen
+
+
+def test_series_are_per_topic_oldest_bucket_first() -> None:
+    rows = [_bucket("orders", T0 + MINUTE, 5, 3, 2), _bucket("audit", T0, 1, 1), _bucket("orders", T0, 4, 4)]
+    [audit, orders] = build_series(rows)
+    assert audit == Series("audit", (Point(T0, 1, 1),))
+    assert orders.topic == "orders" and [p.at for p in orders.points] == [T0, T0 + MINUTE]
+    assert orders.missing == 2
+
+
+def test_a_topic_filter_keeps_that_topic_and_an_unknown_topic_shows_all() -> None:
+    rows = {"audit_series": [_bucket("orders", T0, 1, 1), _bucket("pay", T0, 2, 2)],
+            "audit_findings": [{"topic": "orders", "status": "missing"}, {"topic": "pay", "status": "extra"}],
+            "checkpoints": [{"topic": "pay", "partition": 0}]}
+    page = build_page(["r"], "r", "pay", rows, None)
+    assert (page.topic, page.topics) == ("pay", ("orders", "pay"))
+    assert [s.topic for s in page.series] == ["pay"] and [f["topic"] for f in page.findings] == ["pay"]
+    assert page.failbacks is None
+    everything = build_page(["r"], "r", "nope", rows, [])
+    assert everything.topic is None and len(everything.findings) == 2 and everything.failbacks == ()
+
+
+def test_failback_rows_show_their_figures_not_the_stored_run() -> None:
+    row = {"id": 3, "route": "r", "mode": "incremental", "status": "done", "stopped_at_step": None,
+           "triggered_at": T0, "finished_at": T0 + MINUTE, "rto_seconds": 61.0, "error": None, "records_copied": 12,
+           "unreplicated_records": 2, "not_copied_records": 0, "run_json": "{...}"}
+    shown = failback_row(row)
+    assert shown["started_at"] == T0 and shown["error"] is None and "run_json" not in shown
+    assert (shown["copied"], shown["unreplicated"], shown["not_copied"]) == (12, 2, 0)
+
+
+def _backfill(topic: str, status: str = "done") -> dict[str, object]:
+    return {"id": 1, "run_key": f"k-{topic}", "topic": topic, "target_topic": f"primary.{topic}", "mode": "offsets",
+            "ranges": '[{"partition": 0, "start": 0, "end": 12, "clamped": false},'
+                      ' {"partition": 1, "start": 5, "end": 5, "clamped": true}]',
+            "status": status, "records_written": 12, "records_total": 12, "overlap_ok": 1, "started_at": T0,
+            "finished_at": T0 + MINUTE, "error": None}
+
+
+@pytest.mark.parametrize(("ranges", "text"), [
+    ('[{"partition": 0, "start": 0, "end": 12}, {"partition": 1, "start": 5, "end": 9}]', "0: 0-12, 1: 5-9"),
+    ('[{"partition": 0, "start": 3, "end": 3}]', ""),  # nothing planned there
+    ("not json", "?"),
+])
+def test_format_ranges_lists_the_planned_offsets(ranges: str, text: str) -> None:
+    assert format_ranges(ranges) == text
+
+
+def test_backfill_rows_show_their_offsets_and_figures_per_topic() -> None:
+    shown = backfill_row(_backfill("orders"))
+    assert (shown["run_key"], shown["offsets"], shown["written"], shown["total"]) == ("k-orders", "0: 0-12", 12, 12)
+    assert shown["overlap_ok"] is True and "ranges" not in shown
+    rows = {"backfill_runs": [_backfill("orders"), _backfill("pay", "running")]}
+    assert [b["topic"] for b in build_page(["r"], "r", "pay", rows, None).backfills or ()] == ["pay"]
+    assert build_page(["r"], "r", None, rows, None).topics == ("orders", "pay")
+    assert build_page(["r"], "r", None, {}, None).backfills is None  # no backfill table in this state DB
+    html = render_page(build_page(["r"], "r", None, rows, None))
+    assert 'id="backfills"' in html and "k-orders" in html and "0: 0-12" in html and 'class="running"' in html
+    assert "<h2>Backfills</h2>" not in render_page(build_page(["r"], "r", None, {}, None))
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (T0, "2026-11-26 02:00:00Z"), (T0.replace(tzinfo=None), "2026-11-26 02:00:00Z"),
+    (T0.astimezone(dt.timezone(dt.timedelta(hours=2))), "2026-11-26 02:00:00Z"), (None, ""),
+])
+def test_format_time_is_utc(value: dt.datetime | None, text: str) -> None:
+    assert format_time(value) == text
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(None, ""), (4.25, "4.2 s"), (61.0, "1 min 1 s"), (200, "3 min 20 s")])
+def test_format_seconds(seconds: float | None, text: str) -> None:
+    assert format_seconds(seconds) == text
+
+
+def test_the_chart_draws_both_sides_marks_missing_buckets_and_escapes_the_topic() -> None:
+    svg = svg_chart(Series("<b>&x", (Point(T0, 10, 10), Point(T0 + MINUTE, 12, 9, 3))))
+    assert svg.startswith("<svg") and svg.endswith("</svg>")
+    assert 'class="source"' in svg and 'class="target"' in svg and svg.count('class="missing"') == 1
+    assert "<b>" not in svg and "&lt;b&gt;&amp;x" in svg
+    assert "<polyline" not in svg_chart(Series("empty", ()))
+    many = svg_chart(Series("t", tuple(Point(T0 + i * MINUTE, i, i) for i in range(1440))))
+    assert "<circle" not in many and many.count("<polyline") == 2
+
+
+def test_the_page_escapes_what_the_database_holds() -> None:
+    evil = "<script>alert(1)</script>"
+    page = ReplicationPage(routes=(evil,), route=evil, findings=({
+        "run_key": evil, "topic": evil, "target_topic": "t", "partition": 0, "bucket_start": T0,
+        "status": "missing", "source_count": 3, "target_count": 1, "missing_offsets": "5-6",
+        "duplicate_offsets": None, "extra_offsets": None},))
+    html = render_page(page)
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "5-6" in html and "route=%3Cscript%3E" in html
+    assert "<script>" not in render_error(evil)
+
+
+def test_a_page_without_routes_says_what_to_run() -> None:
+    html = render_page(ReplicationPage(routes=(), route=None))
+    assert "mirrorflow db upgrade" in html and "<table" not in html
+
+
+def test_the_shaping_and_drawing_modules_import_no_database_or_airflow() -> None:
+    import ast
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[3] / "replicator" / "ui"
+    for name in ("page.py", "chart.py", "render.py"):
+        tree = ast.parse((folder / name).read_text())
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not {m for m in imported if m.split(".")[0] in ("sqlalchemy", "airflow", "fastapi")}, name

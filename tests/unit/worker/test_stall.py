@@ -1,0 +1,71 @@
+"""The worker's watchdogs: a producer that reports nothing, a loop that does not turn."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from replicator.worker.stall import LoopWatch, ProducerWatch
+from tests.fake_route import wait_until
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(("events", "due"), [
+    ([("wait", 59.0)], [False]),  # not silent long enough
+    ([("wait", 61.0)], [True]),
+    ([("wait", 61.0), ("wait", 1.0)], [True, False]),  # probed just now: not again before probe_every
+    ([("wait", 61.0), ("wait", 10.0)], [True, True]),  # still silent: look again
+    ([("wait", 50.0), ("report", 0), ("wait", 50.0)], [False, False, False]),  # reports reset the silence
+    ([("wait", 50.0), ("idle", 0), ("wait", 50.0)], [False, False, False]),  # nothing in flight: nothing late
+])
+def test_producer_watch_is_due_after_a_silence_with_records_in_flight(events: list[tuple[str, float]],
+                                                                       due: list[bool]) -> None:
+    clock = Clock()
+    watch = ProducerWatch(after=60.0, probe_every=10.0, clock=clock)
+    seen = []
+    for what, seconds in events:
+        clock.now += seconds
+        if what == "report":
+            watch.reported()
+        elif what == "idle":
+            watch.idle()
+        seen.append(watch.due())
+    assert seen == due
+
+
+def blocked_in_a_call(release: threading.Event) -> None:
+    release.wait(30)
+
+
+def test_a_loop_that_does_not_turn_is_named_once_and_its_return_too(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="replicator.worker.stall")
+    release, done = threading.Event(), threading.Event()
+    watches: list[LoopWatch] = []
+
+    def loop() -> None:
+        watch = LoopWatch("r", after=0.2, check_every=0.02, ours="/tests/unit/")
+        watches.append(watch)
+        watch.start()
+        watch.beat()
+        blocked_in_a_call(release)
+        watch.beat()
+        watch.stop()
+        done.set()
+
+    threading.Thread(target=loop, daemon=True).start()
+    wait_until(lambda: "has not turned" in caplog.text, timeout=10, what="the hang reported")
+    release.set()
+    wait_until(done.is_set, timeout=10, what="the loop")
+    lines = [r.getMessage() for r in caplog.records]
+    hung = [line for line in lines if "has not turned" in line]
+    assert len(hung) == 1 and "tests/unit/worker/test_stall.py:" in hung[0] and "blocked_in_a_call in wait" in hung[0], hung
+    assert sum("turns again" in line for line in lines) == 1
