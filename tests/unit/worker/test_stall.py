@@ -67,5 +67,6 @@ def test_a_loop_that_does_not_turn_is_named_once_and_its_return_too(caplog: pyte
     wait_until(done.is_set, timeout=10, what="the loop")
     lines = [r.getMessage() for r in caplog.records]
     hung = [line for line in lines if "has not turned" in line]
-    assert len(hung) == 1 and "tests/unit/worker/test_stall.py:" in hung[0] and "blocked_in_a_call in wait" in hung[0], hung
+    assert len(hung) == 1, hung
+    assert "tests/unit/worker/test_stall.py:" in hung[0] and "blocked_in_a_call in wait" in hung[0], hung
     assert sum("turns again" in line for line in lines) == 1
