@@ -1,4 +1,5 @@
-"""A route worker's side of the consumer group: taking partitions, placing them, handing them over.
+"""A route worker's side of the consumer group: joining (and joining again while a crashed process still
+holds this worker's id), renewing the consumer, taking partitions, placing them, handing them over.
 
 Callbacks served by ``consume`` only record facts and take or release partitions; the
 network calls that position a new partition (committed offset, watermarks, topic ids)
@@ -51,6 +52,9 @@ class GroupMember:
     unsafe: bool
     _retry_at: float
     id_held_since: float | None
+    worker_id: str | None
+    _rejoin_at: float | None
+    _recreations_seen: int
     _consumer: Consumer | None
     _producer: Producer | None
 
@@ -67,6 +71,72 @@ class GroupMember:
         if self._producer is None:
             raise RuntimeError(f"route {self.route.name} is not running")
         return self._producer
+
+    # -- membership: joining, rejoining under a held id, renewing the consumer -------
+
+    def _new_consumer(self) -> Consumer:
+        """A new source consumer with the worker's settings and callbacks (the worker makes it)."""
+        raise NotImplementedError
+
+    def _subscribe(self, topics: list[str]) -> None:
+        consumer = self.consumer
+        if topics:
+            consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+        else:
+            consumer.unsubscribe()
+
+    def _consume(self, count: int, timeout: float) -> list[Message]:
+        """Records (and error events) from the source consumer; a fatal error is handled, not raised."""
+        consumer = self.consumer
+        try:
+            return consumer.consume(count, timeout)
+        except KafkaException as exc:  # confluent-kafka raises librdkafka's fatal errors from the call
+            self._consumer_failed(exc.args[0])
+            return []
+
+    def _consumer_failed(self, error: KafkaError) -> None:
+        """A fatal error of the source consumer. A worker restarted under its ``--worker-id`` right after
+        a crash finds the id still held until the broker times the crashed process out (KIP-848 lets a
+        static member take its id over only after a clean leave): it joins again every few seconds
+        until then. Anything else stops the route."""
+        if not (self.worker_id and "instance ID is still used" in error.str()):
+            self.failure = self.failure or f"source consumer: {error.str()}"
+            return
+        now = time.monotonic()
+        if self.id_held_since is None:
+            self.id_held_since = now
+            log.warning("worker id still held by an earlier member of the group (this worker's crashed process, "
+                        "until the broker's session timeout, or another running worker with the same id): "
+                        "joining again every %.0f s route=%s worker_id=%s", self.timeouts.rejoin,
+                        self.route.name, self.worker_id)
+        self._rejoin_at = now + self.timeouts.rejoin
+
+    def _rejoin(self) -> None:
+        self._rejoin_at = None
+        self._renew_consumer(None)
+
+    def _renew_consumer(self, reason: str | None) -> None:
+        """Close the source consumer (what it holds is handed over: flushed and committed first) and
+        join with a new one, subscribed as the old one was."""
+        if reason is not None:
+            log.warning("source consumer renewed route=%s reason=%r", self.route.name, reason)
+        old = self._consumer
+        try:
+            if old is not None:
+                old.close()
+        except (KafkaException, RuntimeError) as exc:  # a consumer a fatal error left unusable
+            log.debug("closing the source consumer route=%s error=%s", self.route.name, exc)
+        self._forget(set(self.inflight.ledgers) | self.unplaced)
+        self._consumer = self._new_consumer()
+        self._subscribe(sorted(self.subscription.partitions))
+
+    def _renew_after_recreation(self) -> None:
+        """librdkafka keeps the leader epochs of a deleted topic and may never fetch the topic created again
+        under its name (its epochs start at 0 again: after broker restarts they are lower, and the metadata
+        is ignored, silently). A new consumer starts with none."""
+        seen, self._recreations_seen = self._recreations_seen, self.subscription.recreations
+        if self.subscription.recreations > seen:
+            self._renew_consumer("a source topic was deleted and created again")
 
     # -- placing assigned partitions ---------------------------------------------
 
