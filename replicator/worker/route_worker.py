@@ -256,7 +256,7 @@ class RouteWorker(GroupMember):
                     self.route.name, ",".join(f"{t}[{p}]" for t, p in sorted(keys)))
         metrics.ERRORS.labels(self.route.name, "replayed").inc()
         self._start_over(keys)
-        self.subscription.force_refresh()
+        self.subscription.force_refresh(targets=True)
 
     def _target_not_ready(self, target: str, partition: int) -> None:
         """A source partition arrived before its target partition: the group assigns a partition added to
@@ -268,7 +268,7 @@ class RouteWorker(GroupMember):
         self._target_checked_at = now
         log.info("target partition not there yet, waiting for it route=%s topic=%s partition=%s",
                  self.route.name, target, partition)
-        self.subscription.force_refresh()
+        self.subscription.force_refresh(targets=True)
         try:
             self.producer.list_topics(target, timeout=5)  # updates its metadata
         except KafkaException as exc:

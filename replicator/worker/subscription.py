@@ -48,6 +48,7 @@ class Subscription:
         self._recreations: set[tuple[str, str]] = set()
         self.recreations = 0  # source topics seen deleted and created again (each new id once)
         self._next = 0.0
+        self._ensure_targets = False
         self._sync_topic_ready = False
         self._source: AdminClient | None = None
         self._target: AdminClient | None = None
@@ -62,9 +63,11 @@ class Subscription:
         """Time to look at the source's topics again."""
         return time.monotonic() >= self._next
 
-    def force_refresh(self) -> None:
-        """Look again at the next loop iteration (a topic vanished, say)."""
+    def force_refresh(self, targets: bool = False) -> None:
+        """Look again at the next loop iteration (a topic vanished, say); ``targets``: also make sure every
+        target topic exists with its partitions, even if the source did not change (one was deleted)."""
         self._next = 0.0
+        self._ensure_targets = self._ensure_targets or targets
 
     def refresh(self) -> list[str] | None:
         """The new topic list when it changed (target topics ready), else None."""
@@ -77,7 +80,8 @@ class Subscription:
         selection = select_topics(source_partitions(self._source), self.route.topic_filter, self.policy,
                                   self.route.target, added, removed)
         self._note_ids(self.describe_ids(selection.names))
-        if dict(selection.partitions) == self.partitions:
+        unchanged = dict(selection.partitions) == self.partitions
+        if unchanged and not self._ensure_targets:
             return None
         target_of = {t: self.policy.format_remote_topic(self.route.source, t) for t in selection.partitions}
         wanted: dict[str, tuple[str, int]] = {}  # target -> its (widest) source: several under a merge mapping
@@ -85,6 +89,9 @@ class Subscription:
             if target_of[src] not in wanted or count > wanted[target_of[src]][1]:
                 wanted[target_of[src]] = (src, count)
         ensure_target_topics(self._source, self._target, wanted)
+        self._ensure_targets = False
+        if unchanged:
+            return None
         limits = message_limits(self._target, sorted(wanted))
         self.limit_of = {src: limits[target] for src, target in target_of.items() if target in limits}
         self.target_of = target_of

@@ -292,3 +292,19 @@ def test_records_failed_as_unknown_partition_after_the_producer_took_them_are_co
     assert worker.finish() is None
     assert_nothing_lost(kafka)
     assert committed(kafka) == {p: 200 for p in range(PARTITIONS)}
+
+
+def test_a_target_topic_deleted_under_a_running_route_is_created_again(kafka: FakeKafka) -> None:
+    """Before: the records waited for the target topic forever (the subscription created target topics
+    only when the source's topics changed)."""
+    produce(kafka["source"], 100)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    kafka["target"].delete_topic(REPLICA)
+    produce(kafka["source"], 100, start=100)
+    wait_until(lambda: REPLICA in kafka["target"].topics
+               and all(len(kafka["target"].records(REPLICA, p)) == 100 for p in range(PARTITIONS)),
+               what="the new records in the target topic created again", alive=(worker,))
+    assert worker.finish() is None
+    for p in range(PARTITIONS):
+        assert [r.value for r in kafka["target"].records(REPLICA, p)] == source_values(kafka, p)[100:]
