@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from replicator.domain.times import utc_text
+
 
 @dataclass(frozen=True, slots=True)
 class PartitionRange:
@@ -106,7 +108,7 @@ def describe(overlap: Overlap) -> str:
     run, copied = overlap.earlier, overlap.earlier_range
     verb = "were copied" if run.status == BackfillStatus.DONE else "are being copied"
     return (f"partition {overlap.partition}: offsets {overlap.start}-{overlap.end} {verb} by backfill run"
-            f" {run.run_key} ({run.status.value}, started {format_time(run.started_at)}, its offsets"
+            f" {run.run_key} ({run.status.value}, started {utc_text(run.started_at)}, its offsets"
             f" {copied.start}-{copied.end})")
 
 
@@ -116,7 +118,3 @@ def refusal(topic: str, found: Iterable[Overlap]) -> str:
             + "; pass overlap_ok (--overlap-ok) to copy them again anyway (they will be on the replica twice)")
 
 
-def format_time(value: dt.datetime) -> str:
-    """``2026-11-26 03:00:05Z``: UTC (a naive value is taken as UTC)."""
-    aware = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-    return aware.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")

@@ -74,20 +74,22 @@ def _refusal(error: KafkaError) -> str:
 
 
 def create_topics(
-    bootstrap_or_properties: str | Mapping[str, str],
+    bootstrap_or_properties: str | Mapping[str, str] | AdminClient,
     partitions: Mapping[str, int],
     config: Mapping[str, str] | None = None,
     timeout: float = 15.0,
 ) -> list[str]:
     """Create the topics that do not exist yet; "already exists" is success.
 
-    Returns the names actually created. Per-topic failures are collected and
-    raised together, naming each topic.
+    ``bootstrap_or_properties``: where to connect, or an admin client to use. Returns the
+    names actually created. Per-topic failures are collected and raised together, naming
+    each topic.
     """
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import NewTopic
 
-    client = admin_client(bootstrap_or_properties)
+    client = (admin_client(bootstrap_or_properties) if isinstance(bootstrap_or_properties, str | Mapping)
+              else bootstrap_or_properties)  # a client already made (by a ClientFactory, say)
     wanted = [
         NewTopic(name, num_partitions=count, replication_factor=-1, config=dict(config or {}))
         for name, count in partitions.items()

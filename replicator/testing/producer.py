@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ class FakeProducer:
         self.capacity = int(settings.get("queue.buffering.max.messages", 100_000))
         self.on_delivery: DeliveryCallback | None = settings.get("on_delivery")
         self.queue: deque[Queued] = deque()
+        self._round = -1  # the partitioner's turn for records without a key
         self.wedged = False  # accepts records, reports nothing, while the cluster answers (``wedge``)
         self.purged: deque[Queued] = deque()  # dropped by ``purge``, reported as such by the next poll
 
@@ -53,16 +55,20 @@ class FakeProducer:
         self.process.checkpoint()
         if len(self.queue) >= self.capacity:
             raise BufferError("Local: Queue full")
-        if partition < 0:
-            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "the fakes need an explicit partition"))
         with self.cluster.lock:  # librdkafka checks the partition against its metadata before queueing
             known = self.cluster.topics.get(topic)
             if known is None:
                 raise KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC, "Local: Unknown topic"))
+            if partition < 0:  # librdkafka's default partitioner: by key's hash, else any partition
+                partition = zlib.crc32(key) % len(known.logs) if key is not None else self._next_partition(known)
             if partition >= len(known.logs) or (topic, partition) in self.cluster.hidden_partitions:
                 raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, "Local: Unknown partition"))
         self.queue.append(Queued(topic, partition, key, value, headers, timestamp,
                                  on_delivery or callback or self.on_delivery))
+
+    def _next_partition(self, topic: Any) -> int:
+        self._round = (self._round + 1) % len(topic.logs)
+        return self._round
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> object:
         """Ask for metadata (the fakes always see the cluster as it is)."""

@@ -22,7 +22,7 @@ from replicator.domain.dead_letter import (
     record_size,
 )
 from replicator.kafka.admin import create_topics
-from replicator.kafka.clients import LIBRDKAFKA_LOG, admin_settings
+from replicator.kafka.clients import KAFKA_CLIENTS, LIBRDKAFKA_LOG, ClientFactory, admin_settings
 from replicator.worker import metrics
 from replicator.worker.records import for_producer, headers_of, key_of, offset_of
 
@@ -41,15 +41,16 @@ class DeadLetterError(Exception):
 class DeadLetterWriter:
     """The route's dead-letter topic and the producer that writes to it."""
 
-    def __init__(self, config: Config, route: RouteConfig) -> None:
-        self.config, self.route = config, route
+    def __init__(self, config: Config, route: RouteConfig, clients: ClientFactory = KAFKA_CLIENTS) -> None:
+        self.config, self.route, self.clients = config, route, clients
         self.topic = dead_letter_topic_name(route.name, route.dead_letter_topic)
         self._producer: Producer | None = None
 
     def _open(self) -> Producer:
         target = self.config.cluster(self.route.target).client_properties(self.route.producer)
-        create_topics(admin_settings(target), {self.topic: 1}, {"max.message.bytes": str(TOPIC_LIMIT)})
-        return Producer({**target, "acks": "all", "enable.idempotence": "true", "message.timeout.ms": "0",
+        create_topics(self.clients.admin(admin_settings(target)), {self.topic: 1},
+                      {"max.message.bytes": str(TOPIC_LIMIT)})
+        return self.clients.producer({**target, "acks": "all", "enable.idempotence": "true", "message.timeout.ms": "0",
                          "message.max.bytes": str(TOPIC_LIMIT + 1024 * 1024),
                          "client.id": f"mirrorflow-{self.route.name}-dead-letter", "logger": LIBRDKAFKA_LOG})
 

@@ -17,7 +17,7 @@ from replicator.config import Config, RouteConfig
 from replicator.domain.heartbeat import Heartbeat, encode_heartbeat, heartbeat_topic
 from replicator.errors import ClusterError
 from replicator.kafka.admin import create_topics
-from replicator.kafka.clients import LIBRDKAFKA_LOG
+from replicator.kafka.clients import KAFKA_CLIENTS, LIBRDKAFKA_LOG, ClientFactory, admin_settings
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +28,8 @@ TOPIC_CONFIG = {"cleanup.policy": "delete", "retention.ms": str(24 * 3600 * 1000
 class HeartbeatEmitter:
     """Writes the route's heartbeats to its source cluster until :meth:`stop`."""
 
-    def __init__(self, config: Config, route: RouteConfig) -> None:
-        self.route = route
+    def __init__(self, config: Config, route: RouteConfig, clients: ClientFactory = KAFKA_CLIENTS) -> None:
+        self.route, self.clients = route, clients
         self.properties = config.cluster(route.source).client_properties()
         self.interval = route.sla.heartbeat_interval
         self.topic = heartbeat_topic(route.name)
@@ -38,14 +38,15 @@ class HeartbeatEmitter:
         self._failing = False
 
     @classmethod
-    def for_route(cls, config: Config, route: RouteConfig) -> HeartbeatEmitter | None:
+    def for_route(cls, config: Config, route: RouteConfig,
+                  clients: ClientFactory = KAFKA_CLIENTS) -> HeartbeatEmitter | None:
         """An emitter for ``route``, or None when its ``sla.heartbeats`` is off."""
-        return cls(config, route) if route.sla.heartbeats else None
+        return cls(config, route, clients) if route.sla.heartbeats else None
 
     def start(self) -> None:
         """Create the heartbeat topic when missing (before the route's first topic scan), then beat."""
         try:
-            create_topics(self.properties, {self.topic: 1}, TOPIC_CONFIG)
+            create_topics(self.clients.admin(admin_settings(self.properties)), {self.topic: 1}, TOPIC_CONFIG)
         except (ClusterError, KafkaException) as exc:
             log.warning("heartbeat topic not created, heartbeats may fail route=%s cluster=%s topic=%s error=%s",
                         self.route.name, self.route.source, self.topic, exc)
@@ -59,7 +60,7 @@ class HeartbeatEmitter:
             self._thread.join(timeout=10)
 
     def _run(self) -> None:
-        producer = Producer({**self.properties, "acks": "all", "linger.ms": "0",
+        producer = self.clients.producer({**self.properties, "acks": "all", "linger.ms": "0",
                              "message.timeout.ms": str(int(max(10.0, 3 * self.interval) * 1000)),
                              "client.id": f"mirrorflow-{self.route.name}-heartbeat", "logger": LIBRDKAFKA_LOG})
         try:

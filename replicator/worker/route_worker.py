@@ -111,7 +111,8 @@ class RouteWorker(GroupMember):
         self.refused: list[tuple[int | None, KafkaError]] = []
         self._sizes: dict[int, int] = {}  # source offset -> bytes, of records refused as too large
         self.meter = metrics.RouteMeter(route.name)
-        self.dead_letters = DeadLetterWriter(config, route) if route.on_refused_record == "dead-letter" else None
+        dead_letter = route.on_refused_record == "dead-letter"
+        self.dead_letters = DeadLetterWriter(config, route, clients) if dead_letter else None
         self.links = Links(route)
         self._retry_at = 0.0
         self._paused_at: float | None = None  # since when a full queue pauses the source
@@ -131,7 +132,7 @@ class RouteWorker(GroupMember):
         """The main loop; flushes, commits and closes on the way out."""
         self._producer = self._new_producer()
         self._consumer = self._new_consumer()
-        heartbeat = HeartbeatEmitter.for_route(self.config, self.route)  # sla.heartbeats
+        heartbeat = HeartbeatEmitter.for_route(self.config, self.route, self.clients)  # sla.heartbeats
         if heartbeat is not None:
             heartbeat.start()  # creates the heartbeat topic before the first topic scan
         self.subscription.open()
