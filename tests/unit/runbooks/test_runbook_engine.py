@@ -14,24 +14,13 @@ from replicator.errors import UsageError
 from replicator.runbooks.engine import Runbook, RunFailed, StepFailed, StepResult, run_all, run_step
 from replicator.runbooks.start import start
 from replicator.testing.runbook import MemoryRunStore
+from tests.runbook_drill import T0, DrillRequest
 
-T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.UTC)
 
-
-class Drill(StrEnum):
+class Drill(StrEnum):  # three steps here: the engine's order and resume rules need a middle one
     CHECK = "check"
     MOVE = "move"
     FINISH = "finish"
-
-
-@dataclass(frozen=True, slots=True)
-class DrillRequest:
-    route: str
-    target: str = "b"
-    dry_run: bool = False
-
-    def same_work(self, other: DrillRequest) -> bool:
-        return (self.route, self.target) == (other.route, other.target)
 
 
 @dataclass(frozen=True, slots=True)
