@@ -66,8 +66,10 @@ class FakeCluster:
         # already written (DUPLICATE_SEQUENCE_NUMBER after a frozen broker thaws).
         self.offsetless_deliveries = 0
         # (topic, partition) missing from the producers' metadata for a while: produce() refuses new records
-        # for it and the queued ones fail "Local: Unknown partition", unwritten (as librdkafka does)
+        # for it and the queued ones fail with ``hidden_error``, unwritten (as librdkafka does: "Local: Unknown
+        # partition", or _DESTROY when the topic was deleted and its queued records purged)
         self.hidden_partitions: set[tuple[str, int]] = set()
+        self.hidden_error = KafkaError._UNKNOWN_PARTITION
         # Requests to time out before answering again, by name ("committed", "list_topics", ...).
         self.failures: dict[str, int] = {}
 

@@ -99,7 +99,7 @@ class FakeProducer:
             item = self.queue[0]
             try:
                 if (item.topic, item.partition) in self.cluster.hidden_partitions:
-                    raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, "Local: Unknown partition"))
+                    raise KafkaException(KafkaError(self.cluster.hidden_error))
                 self._check_size(item)
                 offset = self.cluster.append(item.topic, item.partition, item.key, item.value,
                                              item.headers, item.timestamp)

@@ -64,6 +64,10 @@ log = logging.getLogger(__name__)
 # The target partition (or topic) is not in the producer's metadata: a partition just added, metadata that went
 # back for a moment, a topic being created again. Transient: the records are copied again once it is there.
 NOT_THERE = (KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC)
+# A delivery failed unwritten because the target topic went away: "not there", or the records librdkafka had
+# queued for a deleted (or re-created) topic, purged with _DESTROY. Copied again once the topic is back. (The
+# records of a producer we replace are purged too, but its reports are never served: see stall.discard.)
+NOT_WRITTEN = (*NOT_THERE, KafkaError._DESTROY)
 
 
 class RouteFailed(MirrorFlowError):
@@ -355,7 +359,7 @@ class RouteWorker(GroupMember):
         if not live:
             ledger.delivered()  # a record of a partition handed over meanwhile: settled, commits nothing
             return
-        if error is not None and error.code() in NOT_THERE:
+        if error is not None and error.code() in NOT_WRITTEN:
             ledger.block(ledger.delivered())  # not written: never commit at or past it; the loop copies it again
             self.replays.add(key)
             return

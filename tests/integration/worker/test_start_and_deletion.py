@@ -76,3 +76,30 @@ def test_identity_onto_the_same_cluster_is_refused(primary, tmp_path) -> None:  
     assert done.returncode == 2
     assert "route self: source 'here' and target 'alias' are the same cluster" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_deleted_target_topic_is_created_again_and_copying_goes_on(primary, backup, unique_name, tmp_path,  # type: ignore[no-untyped-def]
+                                                                   workers) -> None:
+    """Someone deletes a replica under a running route: it is created again and the records written after
+    the deletion arrive in order (the deleted replica's records are gone with it: that is the deletion)."""
+    topic = f"{unique_name}-t"
+    create_topics(primary.bootstrap_servers, {topic: 2})
+    produce(primary.bootstrap_servers, topic, make_records(2, 50, "a"))
+    config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+        {"name": "deltarget", "source": "primary", "target": "backup", "topics": [topic]}])
+    worker = Worker(config, log_dir=tmp_path)
+    workers.append(worker)
+    replica = f"primary.{topic}"
+    wait_until(lambda: total(end_offsets(backup.bootstrap_servers, replica, 2)) == 100, 60, "the first copy")
+    admin = admin_client(backup.bootstrap_servers)
+    for future in admin.delete_topics([replica]).values():
+        future.result(timeout=15)
+    later = make_records(2, 40, "b")
+    produce(primary.bootstrap_servers, topic, later)
+    wait_until(lambda: total(end_offsets(backup.bootstrap_servers, replica, 2)) >= 80, 150,
+               "the records written after the deletion, in the replica created again")
+    copied = read_all(backup.bootstrap_servers, replica, 2)
+    for partition in (0, 1):
+        mine = [r for r in later if r.partition == partition]
+        assert copied[partition][-len(mine):] == mine, f"partition {partition}"
+    assert worker.process.poll() is None
