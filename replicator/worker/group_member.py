@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from abc import ABC, abstractmethod
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -34,8 +35,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class GroupMember:
-    """Mixin of RouteWorker: what it does when the group gives, takes or loses partitions."""
+class GroupMember(ABC):
+    """RouteWorker's base: what it does when the group gives, takes or loses partitions. The attributes
+    below are the worker's (set in its ``__init__``); the one method it must supply is ``_new_consumer``."""
 
     route: RouteConfig
     timeouts: WorkerTimeouts
@@ -74,9 +76,9 @@ class GroupMember:
 
     # -- membership: joining, rejoining under a held id, renewing the consumer -------
 
+    @abstractmethod
     def _new_consumer(self) -> Consumer:
         """A new source consumer with the worker's settings and callbacks (the worker makes it)."""
-        raise NotImplementedError
 
     def _subscribe(self, topics: list[str]) -> None:
         consumer = self.consumer
