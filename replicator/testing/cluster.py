@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException
@@ -72,6 +73,10 @@ class FakeCluster:
         self.hidden_error = KafkaError._UNKNOWN_PARTITION
         # Requests to time out before answering again, by name ("committed", "list_topics", ...).
         self.failures: dict[str, int] = {}
+        # Requests held until their gate opens, by name (a broker slow to answer: the metadata of thousands of
+        # topics over a slow link); ``waiting`` counts the calls held now.
+        self.gates: dict[str, threading.Event] = {}
+        self.waiting: Counter[str] = Counter()
 
     @property
     def bootstrap_servers(self) -> str:
@@ -96,6 +101,13 @@ class FakeCluster:
             if self.failures.get(request, 0) > 0:
                 self.failures[request] -= 1
                 raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"fake {request} timed out"))
+            gate = self.gates.get(request)
+            if gate is not None:
+                self.waiting[request] += 1
+        if gate is not None:
+            gate.wait()
+            with self.lock:
+                self.waiting[request] -= 1
 
     # -- topics ------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ import logging
 import threading
 import time
 from collections import deque
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +55,7 @@ from replicator.worker.links import Links
 from replicator.worker.records import TP, error_of, event_partition, for_producer, headers_of, key_of, offset_of
 from replicator.worker.refusals import describe_refusal
 from replicator.worker.stall import LoopWatch, ProducerWatch, discard
-from replicator.worker.subscription import REFRESH_SECONDS, Subscription
+from replicator.worker.subscription import REFRESH_SECONDS, Look, Subscription
 
 if TYPE_CHECKING:
     from replicator.state.store import StateStore
@@ -167,8 +168,10 @@ class RouteWorker(GroupMember):
             self.loop_watch.beat()
             if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:
                 self._rejoin()
-            if self.subscription.due():
-                self._resubscribe()
+            if self.subscription.due() and self._not_held():
+                self.subscription.start_look()
+            if (look := self.subscription.finished_look()) is not None:
+                self._resubscribe(look)
             if (self.unplaced or self.resets) and time.monotonic() >= self._retry_at:
                 self._place()
             self._renew_after_recreation()
@@ -192,14 +195,17 @@ class RouteWorker(GroupMember):
             self._report_backpressure()
             self.meter.publish()
 
-    def _resubscribe(self) -> None:
+    def _not_held(self) -> bool:
         held = self.subscription.state.held()  # a failover began: this worker must not copy on
         if held:
             log.error("route stops: failed over route=%s", self.route.name)
             self.failure = held
-            return
+        return not held
+
+    def _resubscribe(self, look: Future[Look]) -> None:
+        """Take what the topic refresh found (it ran in a thread of its own while the loop copied)."""
         try:
-            topics = self.subscription.refresh()
+            topics = self.subscription.apply(look)
         except (ClusterError, KafkaException) as exc:
             self.links.trouble("topic refresh", exc)  # keep copying what is subscribed; try again later
             return

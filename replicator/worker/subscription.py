@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import Counter
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaException, TopicCollection
@@ -25,6 +28,17 @@ log = logging.getLogger(__name__)
 
 REFRESH_SECONDS = 5.0
 
+
+@dataclass(frozen=True, slots=True)
+class Look:
+    """What one look at the source found: topic ids always; the rest only when the selection changed."""
+
+    ids: dict[str, str]
+    names: list[str] = field(default_factory=list)
+    partitions: dict[str, int] = field(default_factory=dict)
+    target_of: dict[str, str] | None = None
+    wanted: dict[str, tuple[str, int]] = field(default_factory=dict)
+    limit_of: dict[str, int] = field(default_factory=dict)
 
 
 class Subscription:
@@ -49,6 +63,7 @@ class Subscription:
         self.recreations = 0  # source topics seen deleted and created again (each new id once)
         self._next = 0.0
         self._ensure_targets = False
+        self._look: Future[Look] | None = None  # the look at the source under way (or finished, not taken)
         self._sync_topic_ready = False
         self._source: AdminClient | None = None
         self._target: AdminClient | None = None
@@ -70,40 +85,89 @@ class Subscription:
         self._ensure_targets = self._ensure_targets or targets
 
     def refresh(self) -> list[str] | None:
-        """The new topic list when it changed (target topics ready), else None."""
-        assert self._source is not None and self._target is not None
+        """Look at the source now and wait for it: the new topic list when it changed (target topics
+        ready), else None. The loop does the same without waiting (``start_look``, ``finished_look``)."""
+        self.start_look()
+        assert self._look is not None
+        self._look.result()
+        look = self.finished_look()
+        assert look is not None
+        return self.apply(look)
+
+    def start_look(self) -> None:
+        """Start looking at the source's topics in a thread of its own, unless a look is under way: the
+        metadata of thousands of topics, their ids, creating target topics, all network calls that must
+        not hold the copy up. The state DB's topics added or removed by hand are read here, on the
+        caller's thread (it owns the state link), and handed to the look."""
+        if self._look is not None:
+            return
         self._next = time.monotonic() + self.refresh_seconds
+        added, removed = self.state.manual_topics()
+        ensure, self._ensure_targets = self._ensure_targets, False
+        future: Future[Look] = Future()
+        known = dict(self.partitions)
+
+        def look() -> None:
+            try:
+                future.set_result(self._look_at_source(added, removed, known, ensure))
+            except BaseException as exc:  # noqa: BLE001 - handed to the loop, which reports it
+                if ensure:
+                    self._ensure_targets = True  # the next look makes sure of the target topics again
+                future.set_exception(exc)
+
+        self._look = future
+        threading.Thread(target=look, name=f"topic-refresh-{self.route.name}", daemon=True).start()
+
+    def finished_look(self) -> Future[Look] | None:
+        """The look that has finished (taken: the next one may start), or None while it runs or none ran."""
+        look = self._look
+        if look is None or not look.done():
+            return None
+        self._look = None
+        return look
+
+    def apply(self, finished: Future[Look]) -> list[str] | None:
+        """Take what a finished look found: the new topic list when it changed, else None. Raises what the
+        look raised (the source or target did not answer): the subscription stays as it was."""
+        look = finished.result()
+        self._note_ids(look.ids)
+        if look.target_of is None:
+            return None
+        self.limit_of = look.limit_of
+        self.target_of = look.target_of
+        self.source_of = {target: src for target, (src, _) in look.wanted.items()}
+        self.merged = frozenset(t for t, n in Counter(look.target_of.values()).items() if n > 1)
+        gone = sorted(set(self.partitions) - set(look.partitions))
+        new = sorted(set(look.partitions) - set(self.partitions))
+        self.partitions = dict(look.partitions)
+        log.info("subscription route=%s topics=%d added=%s removed=%s", self.route.name,
+                 len(self.partitions), ",".join(new) or "-", ",".join(gone) or "-")
+        self.state.replicating(new, gone)
+        return look.names
+
+    def _look_at_source(self, added: set[str], removed: set[str], known: dict[str, int], ensure: bool) -> Look:
+        """Network calls only (runs in the look's thread): what the source has, what the route selects."""
+        assert self._source is not None and self._target is not None
         if not self._sync_topic_ready:
             create_sync_topic(self._target, self.sync_topic)  # before any record: its syncs go there
             self._sync_topic_ready = True
-        added, removed = self.state.manual_topics()
         selection = select_topics(source_partitions(self._source), self.route.topic_filter, self.policy,
                                   self.route.target, added, removed)
-        self._note_ids(self.describe_ids(selection.names))
-        unchanged = dict(selection.partitions) == self.partitions
-        if unchanged and not self._ensure_targets:
-            return None
+        ids = self.describe_ids(selection.names)
+        unchanged = dict(selection.partitions) == known
+        if unchanged and not ensure:
+            return Look(ids)
         target_of = {t: self.policy.format_remote_topic(self.route.source, t) for t in selection.partitions}
         wanted: dict[str, tuple[str, int]] = {}  # target -> its (widest) source: several under a merge mapping
         for src, count in sorted(selection.partitions.items()):
             if target_of[src] not in wanted or count > wanted[target_of[src]][1]:
                 wanted[target_of[src]] = (src, count)
         ensure_target_topics(self._source, self._target, wanted)
-        self._ensure_targets = False
         if unchanged:
-            return None
+            return Look(ids)
         limits = message_limits(self._target, sorted(wanted))
-        self.limit_of = {src: limits[target] for src, target in target_of.items() if target in limits}
-        self.target_of = target_of
-        self.source_of = {target: src for target, (src, _) in wanted.items()}
-        self.merged = frozenset(t for t, n in Counter(target_of.values()).items() if n > 1)
-        gone = sorted(set(self.partitions) - set(selection.partitions))
-        new = sorted(set(selection.partitions) - set(self.partitions))
-        self.partitions = dict(selection.partitions)
-        log.info("subscription route=%s topics=%d added=%s removed=%s", self.route.name,
-                 len(self.partitions), ",".join(new) or "-", ",".join(gone) or "-")
-        self.state.replicating(new, gone)
-        return selection.names
+        return Look(ids, selection.names, dict(selection.partitions), target_of, wanted,
+                     {src: limits[target] for src, target in target_of.items() if target in limits})
 
     def target_answers(self, timeout: float = 5.0) -> bool:
         """Whether the target cluster answers a metadata request now (its admin client, not the producer)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import pytest
 from confluent_kafka import KafkaError
@@ -312,3 +313,23 @@ def test_a_target_topic_deleted_under_a_running_route_is_created_again(kafka: Fa
     assert worker.finish() is None
     for p in range(PARTITIONS):
         assert [r.value for r in kafka["target"].records(REPLICA, p)] == source_values(kafka, p)[100:]
+
+
+def test_a_topic_refresh_the_source_is_slow_to_answer_does_not_hold_the_copy_up(kafka: FakeKafka) -> None:
+    """Before: the refresh (metadata of every topic, their ids, target topics) ran on the loop's thread, so a
+    source slow to answer it -- thousands of topics, a slow link -- stopped the copy for as long."""
+    produce(kafka["source"], 100)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    gate = kafka["source"].gates["list_topics"] = threading.Event()
+    try:
+        wait_until(lambda: kafka["source"].waiting["list_topics"] > 0, what="a refresh held by the source",
+                   alive=(worker,))
+        produce(kafka["source"], 50, start=100)  # the markers: copied while the refresh is still held
+        wait_until(lambda: all_copied(kafka), what="records copied while the refresh waits", alive=(worker,))
+        assert kafka["source"].waiting["list_topics"] > 0
+    finally:
+        gate.set()
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+    assert committed(kafka) == {p: 150 for p in range(PARTITIONS)}
