@@ -7,9 +7,10 @@ test compares these models with the migrated schema.
 from __future__ import annotations
 
 import datetime as dt
+from typing import ClassVar
 
 from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, MetaData, String, Text, UniqueConstraint, func
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, declared_attr, mapped_column, relationship
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -20,49 +21,74 @@ NAMING = {
 }
 
 
+# Columns a table inherits come after its own unless sorted lower (default 0): the
+# migrations put ``id`` first and a parent key second, and the models must match them.
+_FIRST, _SECOND = -2, -1
+
+
 class Base(DeclarativeBase):
-    """Declarative base of every MirrorFlow table (prefix ``mf_``)."""
+    """Declarative base of every MirrorFlow table (prefix ``mf_``): each has an integer key ``id``, first."""
 
     metadata = MetaData(naming_convention=NAMING)
+
+    id: Mapped[int] = mapped_column(primary_key=True, sort_order=_FIRST)
 
 
 def _now() -> Mapped[dt.datetime]:
     return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
 
 
-class RouteRow(Base):
+def _parent_key(table: str) -> Mapped[int]:
+    """A key to a row of ``table`` that is deleted with that row; indexed, as children are read by it."""
+    return mapped_column(ForeignKey(f"{table}.id", ondelete="CASCADE"), index=True, sort_order=_SECOND)
+
+
+class Timestamped:
+    """``created_at`` and ``updated_at`` (the database's clock at insert), the table's last columns."""
+
+    created_at: Mapped[dt.datetime] = _now()
+    updated_at: Mapped[dt.datetime] = _now()
+
+
+class RunPart:
+    """A row of one run (a step, a change, a result...): ``run_id`` refers to the run in ``__run_table__``
+    and the row goes when the run is deleted."""
+
+    __run_table__: ClassVar[str]
+
+    @declared_attr
+    def run_id(cls) -> Mapped[int]:
+        """The run the row belongs to (second column)."""
+        return _parent_key(cls.__run_table__)
+
+
+class RouteRow(Timestamped, Base):
     """A route as last loaded from the config (name is the identity)."""
 
     __tablename__ = "mf_route"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     source_cluster: Mapped[str] = mapped_column(String(200))
     target_cluster: Mapped[str] = mapped_column(String(200))
     policy: Mapped[str] = mapped_column(String(50))
-    created_at: Mapped[dt.datetime] = _now()
-    updated_at: Mapped[dt.datetime] = _now()
 
     topics: Mapped[list[RouteTopicRow]] = relationship(
         back_populates="route", cascade="all, delete-orphan"
     )
 
 
-class RouteTopicRow(Base):
+class RouteTopicRow(Timestamped, Base):
     """One source topic of a route: what the operator wants and what the workers report."""
 
     __tablename__ = "mf_route_topic"
     __table_args__ = (UniqueConstraint("route_id", "topic", name="uq_mf_route_topic_route_topic"),)
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    route_id: Mapped[int] = mapped_column(ForeignKey("mf_route.id", ondelete="CASCADE"), index=True)
+    route_id: Mapped[int] = _parent_key("mf_route")
     topic: Mapped[str] = mapped_column(String(249))
     desired_state: Mapped[str] = mapped_column(String(20))
     status: Mapped[str] = mapped_column(String(20))
     status_detail: Mapped[str | None] = mapped_column(Text)
     added_by: Mapped[str] = mapped_column(String(20))
-    created_at: Mapped[dt.datetime] = _now()
-    updated_at: Mapped[dt.datetime] = _now()
 
     route: Mapped[RouteRow] = relationship(back_populates="topics")
 
@@ -72,7 +98,6 @@ class DataLossRow(Base):
 
     __tablename__ = "mf_data_loss"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     route: Mapped[str] = mapped_column(String(200), index=True)
     topic: Mapped[str] = mapped_column(String(249))
     partition: Mapped[int] = mapped_column()
@@ -86,7 +111,6 @@ class SyncRunRow(Base):
 
     __tablename__ = "mf_sync_run"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     route: Mapped[str] = mapped_column(String(200), index=True)
     step: Mapped[str] = mapped_column(String(20))
     status: Mapped[str] = mapped_column(String(20))
@@ -99,13 +123,12 @@ class SyncRunRow(Base):
     )
 
 
-class SyncChangeRow(Base):
+class SyncChangeRow(RunPart, Base):
     """One change of a sync run: kind, resource, ``old -> new`` detail, outcome and error."""
 
     __tablename__ = "mf_sync_change"
+    __run_table__ = "mf_sync_run"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("mf_sync_run.id", ondelete="CASCADE"), index=True)
     position: Mapped[int] = mapped_column()
     kind: Mapped[str] = mapped_column(String(30))
     resource: Mapped[str] = mapped_column(Text)
@@ -124,7 +147,6 @@ class CheckpointRow(Base):
         UniqueConstraint("route", "group_id", "topic", "partition", name="uq_mf_checkpoint_route_group_partition"),
     )
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     route: Mapped[str] = mapped_column(String(200))
     group_id: Mapped[str] = mapped_column(Text)  # Kafka sets no useful bound on a group id's length
     topic: Mapped[str] = mapped_column(String(249))
@@ -142,7 +164,6 @@ class CheckpointRunRow(Base):
 
     __tablename__ = "mf_checkpoint_run"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     route: Mapped[str] = mapped_column(String(200), index=True)
     status: Mapped[str] = mapped_column(String(20))
     started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
@@ -160,7 +181,6 @@ class AuditRunRow(Base):
 
     __tablename__ = "mf_audit_run"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     run_key: Mapped[str] = mapped_column(String(200), unique=True)
     route: Mapped[str] = mapped_column(String(200), index=True)
     status: Mapped[str] = mapped_column(String(20))  # clean | duplicates | extra | missing
@@ -183,7 +203,7 @@ class AuditRunRow(Base):
     )
 
 
-class AuditResultRow(Base):
+class AuditResultRow(RunPart, Base):
     """One (topic, partition, bucket) of an audit run: counts, status, first offsets found ("5-9,12")."""
 
     __tablename__ = "mf_audit_result"
@@ -191,9 +211,8 @@ class AuditResultRow(Base):
         UniqueConstraint("run_id", "topic", "partition", "bucket_start", name="uq_mf_audit_result_bucket"),
         Index("ix_mf_audit_result_route_topic_bucket", "route", "topic", "bucket_start"),
     )
+    __run_table__ = "mf_audit_run"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("mf_audit_run.id", ondelete="CASCADE"), index=True)
     route: Mapped[str] = mapped_column(String(200))
     topic: Mapped[str] = mapped_column(String(249))
     target_topic: Mapped[str] = mapped_column(String(249))
@@ -218,7 +237,6 @@ class FailoverRunRow(Base):
 
     __tablename__ = "mf_failover_run"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     route: Mapped[str] = mapped_column(String(200), index=True)
     source_cluster: Mapped[str] = mapped_column(String(200))
     target_cluster: Mapped[str] = mapped_column(String(200))
@@ -253,14 +271,13 @@ class FailoverRunRow(Base):
     )
 
 
-class FailoverStepRow(Base):
+class FailoverStepRow(RunPart, Base):
     """One step of a failover run: status, the decision it took, its error and times."""
 
     __tablename__ = "mf_failover_step"
     __table_args__ = (UniqueConstraint("run_id", "step", name="uq_mf_failover_step_run_step"),)
+    __run_table__ = "mf_failover_run"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("mf_failover_run.id", ondelete="CASCADE"), index=True)
     position: Mapped[int] = mapped_column()
     step: Mapped[str] = mapped_column(String(30))
     status: Mapped[str] = mapped_column(String(20))
@@ -272,16 +289,15 @@ class FailoverStepRow(Base):
     run: Mapped[FailoverRunRow] = relationship(back_populates="steps")
 
 
-class FailoverOffsetRow(Base):
+class FailoverOffsetRow(RunPart, Base):
     """Where one group resumes on one replica partition, and what became of it in the target group."""
 
     __tablename__ = "mf_failover_offset"
     __table_args__ = (
         UniqueConstraint("run_id", "group_id", "target_topic", "partition", name="uq_mf_failover_offset_point"),
     )
+    __run_table__ = "mf_failover_run"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
-    run_id: Mapped[int] = mapped_column(ForeignKey("mf_failover_run.id", ondelete="CASCADE"), index=True)
     group_id: Mapped[str] = mapped_column(Text)
     topic: Mapped[str] = mapped_column(String(249))
     partition: Mapped[int] = mapped_column()
@@ -305,7 +321,6 @@ class SlaStateRow(Base):
     __tablename__ = "mf_sla_state"
     __table_args__ = (UniqueConstraint("route", "check", name="uq_mf_sla_state_route_check"),)
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     route: Mapped[str] = mapped_column(String(200))
     check: Mapped[str] = mapped_column(String(20))  # heartbeat | lag | audit
     state: Mapped[str] = mapped_column(String(20))  # ok | breached
@@ -319,7 +334,6 @@ class SlaEventRow(Base):
 
     __tablename__ = "mf_sla_event"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     route: Mapped[str] = mapped_column(String(200), index=True)
     check: Mapped[str] = mapped_column(String(20))
     kind: Mapped[str] = mapped_column(String(20))  # breach | recovery
@@ -335,7 +349,6 @@ class FailbackRunRow(Base):
 
     __tablename__ = "mf_failback_run"
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     route: Mapped[str] = mapped_column(String(200), index=True)
     mode: Mapped[str] = mapped_column(String(20))  # incremental | resync
     primary_cluster: Mapped[str] = mapped_column(String(200))
@@ -359,7 +372,6 @@ class BackfillRunRow(Base):
     __tablename__ = "mf_backfill_run"
     __table_args__ = (Index("ix_mf_backfill_run_route_topic", "route", "topic"),)
 
-    id: Mapped[int] = mapped_column(primary_key=True)
     run_key: Mapped[str] = mapped_column(String(200), unique=True)
     route: Mapped[str] = mapped_column(String(200))
     topic: Mapped[str] = mapped_column(String(249))
