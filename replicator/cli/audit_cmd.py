@@ -34,13 +34,6 @@ def run_audit_command(args: argparse.Namespace) -> int:
     return print_result(args, summary, render, failure)
 
 
-def _ranges(ranges: list[list[int]], count: int) -> str | None:
-    if not count:
-        return None
-    shown = ",".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges[:RANGES_SHOWN])
-    return shown + (",..." if len(ranges) > RANGES_SHOWN else "") + f" ({count})"
-
-
 def render(summary: dict[str, Any]) -> str:
     """The summary as text: one row per topic, then every bucket that is not clean."""
     counts = summary["counts"]
@@ -64,6 +57,13 @@ def render(summary: dict[str, Any]) -> str:
                  f"{summary['buckets']} buckets, {counts['target']} on the target, {counts['pending']} pending, "
                  f"{counts['missing']} missing, {counts['duplicates']} duplicate copies, {counts['extra']} extra")
     return "\n".join(lines)
+
+
+def _ranges(ranges: list[list[int]], count: int) -> str | None:
+    if not count:
+        return None
+    shown = ",".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges[:RANGES_SHOWN])
+    return shown + (",..." if len(ranges) > RANGES_SHOWN else "") + f" ({count})"
 
 
 AUDIT = Command(
