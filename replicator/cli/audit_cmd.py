@@ -4,40 +4,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 from typing import Any
 
-from replicator.cli.common import add_command, config_of
+from replicator.cli.commands import Command, Option
+from replicator.cli.common import CONFIG, MASTER, config_of
 from replicator.cli.output import table
 from replicator.cli.runbook_cmd import print_result, progress_of
 
-SPARK_MASTER_ENV = "MIRRORFLOW_SPARK_MASTER"
 RANGES_SHOWN = 3
-
-
-def register(commands: Any) -> None:
-    """Add the ``audit`` command."""
-    audit = add_command(
-        commands, "audit", run_audit_command,
-        help="compare a route's source topics and replicas over a time window, per partition and bucket (Spark)",
-        description="Read each source topic of the route and its replica for the window with a local Spark job, "
-        "compare them per partition and time bucket (counts and record digests), name missing, duplicated and "
-        "extra records by offset, and record the run in the state DB. Records the route has not committed yet "
-        "count as pending, not missing. Exit 0 when nothing is missing (duplicates and extra records are shown), "
-        "1 when records are missing or a cluster or the job failed, 2 for bad input.",
-    )
-    audit.add_argument("--route", required=True, metavar="NAME", help="route to audit")
-    audit.add_argument("--from", dest="start", required=True, metavar="TIME",
-                       help="window start, included: ISO 8601 (UTC unless it has an offset) or 'now'")
-    audit.add_argument("--to", dest="end", required=True, metavar="TIME", help="window end, excluded (same forms)")
-    audit.add_argument("--topic", action="append", metavar="TOPIC",
-                       help="only this source topic (repeatable; default: every topic the route replicates)")
-    audit.add_argument("--bucket", default="1m", help="time bucket: 30s, 1m, 5m, 1h, ... (default: 1m)")
-    audit.add_argument("--master", default=os.environ.get(SPARK_MASTER_ENV),
-                       help=f"Spark master (env {SPARK_MASTER_ENV}; default: local[2])")
-    audit.add_argument("--run-key", default=None, metavar="KEY",
-                       help="id of the run in the state DB; an audit with the same key replaces it (default: new)")
-    audit.add_argument("--json", action="store_true", help="print the summary as JSON (progress goes to stderr)")
 
 
 def run_audit_command(args: argparse.Namespace) -> int:
@@ -58,13 +32,6 @@ def run_audit_command(args: argparse.Namespace) -> int:
     except AuditFailed as exc:
         summary, failure = exc.summary, exc
     return print_result(args, summary, render, failure)
-
-
-def _ranges(ranges: list[list[int]], count: int) -> str | None:
-    if not count:
-        return None
-    shown = ",".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges[:RANGES_SHOWN])
-    return shown + (",..." if len(ranges) > RANGES_SHOWN else "") + f" ({count})"
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -91,3 +58,36 @@ def render(summary: dict[str, Any]) -> str:
                  f"{counts['missing']} missing, {counts['duplicates']} duplicate copies, {counts['extra']} extra")
     return "\n".join(lines)
 
+
+def _ranges(ranges: list[list[int]], count: int) -> str | None:
+    if not count:
+        return None
+    shown = ",".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges[:RANGES_SHOWN])
+    return shown + (",..." if len(ranges) > RANGES_SHOWN else "") + f" ({count})"
+
+
+AUDIT = Command(
+    "audit", run_audit_command,
+    help="compare a route's source topics and replicas over a time window, per partition and bucket (Spark)",
+    description="""
+        Read each source topic of the route and its replica for the window with a local Spark job, compare them
+        per partition and time bucket (counts and record digests), name missing, duplicated and extra records by
+        offset, and record the run in the state DB. Records the route has not committed yet count as pending,
+        not missing. Exit 0 when nothing is missing (duplicates and extra records are shown), 1 when records are
+        missing or a cluster or the job failed, 2 for bad input.
+    """,
+    options=(
+        CONFIG,
+        Option("--route", required=True, metavar="NAME", help="route to audit"),
+        Option("--from", dest="start", required=True, metavar="TIME",
+               help="window start, included: ISO 8601 (UTC unless it has an offset) or 'now'"),
+        Option("--to", dest="end", required=True, metavar="TIME", help="window end, excluded (same forms)"),
+        Option("--topic", action="append", metavar="TOPIC",
+               help="only this source topic (repeatable; default: every topic the route replicates)"),
+        Option("--bucket", default="1m", help="time bucket: 30s, 1m, 5m, 1h, ... (default: 1m)"),
+        MASTER,
+        Option("--run-key", metavar="KEY",
+               help="id of the run in the state DB; an audit with the same key replaces it (default: new)"),
+        Option("--json", action="store_true", help="print the summary as JSON (progress goes to stderr)"),
+    ),
+)

@@ -3,49 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
-from replicator.cli.common import add_command, config_of
+from replicator.cli.commands import Command, Option
+from replicator.cli.common import CONFIG, MASTER, config_of
 from replicator.cli.output import table
 from replicator.cli.runbook_cmd import print_result, progress_of
 from replicator.errors import UsageError
 from replicator.runbooks.backfill.plan import parse_offset_ranges
-
-SPARK_MASTER_ENV = "MIRRORFLOW_SPARK_MASTER"
-
-
-def register(commands: Any) -> None:
-    """Add the ``backfill`` command."""
-    backfill = add_command(
-        commands, "backfill", run_backfill_command,
-        help="copy a historical range of a route's topic to the same partitions of its replica (Spark)",
-        description="Copy records of a source topic that the route did not copy (written before it started, or "
-        "before the topic joined it) to the same partitions of the replica, with key, value, headers and "
-        "timestamp, then check by offsets that each one arrived. The range ends where the route's own copies "
-        "begin (its first offset sync, else its committed offset): a time range is cut there; offsets that "
-        "reach past it are refused unless --overlap-ok. The copies land after the route's records on the "
-        "replica. Each run is recorded in the state DB (mf_backfill_run) before the copy; a range whose "
-        "offsets a done or running backfill of the topic copied is refused, naming it, unless --overlap-ok "
-        "(a failed one does not block: running it again may repeat what it had written). Exit 0 when every "
-        "record arrived, 1 when some are missing or a cluster or the job failed, 2 for bad input (a refused "
-        "range included).",
-    )
-    backfill.add_argument("--route", required=True, metavar="NAME", help="the route whose topic to backfill")
-    backfill.add_argument("--topic", required=True, metavar="TOPIC", help="the source topic")
-    backfill.add_argument("--from", dest="start", metavar="TIME",
-                          help="range start by time, included: ISO 8601 (UTC unless it has an offset) or 'now'")
-    backfill.add_argument("--to", dest="end", metavar="TIME", help="range end by time, excluded (same forms)")
-    backfill.add_argument("--from-offset", metavar="P=N[,P=N...]",
-                          help="range start by offsets, per partition (only the partitions named are copied)")
-    backfill.add_argument("--to-offset", metavar="P=N[,P=N...]",
-                          help="range end by offsets, excluded (default per partition: where the route began)")
-    backfill.add_argument("--overlap-ok", action="store_true",
-                          help="copy records the route or an earlier backfill copied too (they will be on the "
-                          "replica twice)")
-    backfill.add_argument("--master", default=os.environ.get(SPARK_MASTER_ENV),
-                          help=f"Spark master (env {SPARK_MASTER_ENV}; default: local[2])")
-    backfill.add_argument("--json", action="store_true", help="print the result as JSON (progress goes to stderr)")
 
 
 def run_backfill_command(args: argparse.Namespace) -> int:
@@ -84,3 +49,36 @@ def render(result: dict[str, Any]) -> str:
                  f" records written, {result['check']['missing']} missing, {result['check']['duplicates']}"
                  f" duplicated (run {result['run_key']}, Spark UI was {result['ui_url']})")
     return "\n".join(lines)
+
+
+BACKFILL = Command(
+    "backfill", run_backfill_command,
+    help="copy a historical range of a route's topic to the same partitions of its replica (Spark)",
+    description="""
+        Copy records of a source topic that the route did not copy (written before it started, or before the
+        topic joined it) to the same partitions of the replica, with key, value, headers and timestamp, then
+        check by offsets that each one arrived. The range ends where the route's own copies begin (its first
+        offset sync, else its committed offset): a time range is cut there; offsets that reach past it are
+        refused unless --overlap-ok. The copies land after the route's records on the replica. Each run is
+        recorded in the state DB (mf_backfill_run) before the copy; a range whose offsets a done or running
+        backfill of the topic copied is refused, naming it, unless --overlap-ok (a failed one does not block:
+        running it again may repeat what it had written). Exit 0 when every record arrived, 1 when some are
+        missing or a cluster or the job failed, 2 for bad input (a refused range included).
+    """,
+    options=(
+        CONFIG,
+        Option("--route", required=True, metavar="NAME", help="the route whose topic to backfill"),
+        Option("--topic", required=True, metavar="TOPIC", help="the source topic"),
+        Option("--from", dest="start", metavar="TIME",
+               help="range start by time, included: ISO 8601 (UTC unless it has an offset) or 'now'"),
+        Option("--to", dest="end", metavar="TIME", help="range end by time, excluded (same forms)"),
+        Option("--from-offset", metavar="P=N[,P=N...]",
+               help="range start by offsets, per partition (only the partitions named are copied)"),
+        Option("--to-offset", metavar="P=N[,P=N...]",
+               help="range end by offsets, excluded (default per partition: where the route began)"),
+        Option("--overlap-ok", action="store_true",
+               help="copy records the route or an earlier backfill copied too (they will be on the replica twice)"),
+        MASTER,
+        Option("--json", action="store_true", help="print the result as JSON (progress goes to stderr)"),
+    ),
+)

@@ -6,30 +6,9 @@ import argparse
 import sys
 from typing import Any
 
-from replicator.cli.common import add_command, config_of, routes_of
+from replicator.cli.commands import Command, Option
+from replicator.cli.common import CONFIG, config_of, every_route, routes_of
 from replicator.cli.output import as_json, table
-
-
-def register(commands: Any) -> None:
-    """Add the ``checkpoint`` command."""
-    checkpoint = add_command(
-        commands, "checkpoint", run_checkpoint,
-        help="translate consumer-group offsets through the offset syncs; store them, optionally commit them",
-        description="For each route: read the committed offsets of the source's consumer groups that match "
-        "routes[].checkpoints (groups, exclude_groups), translate each through the route's offset syncs, "
-        "write them to the topic mirrorflow-checkpoints.<route>.internal on the target and to the state DB, "
-        "and, with checkpoints.write_target_groups, commit them into the target's groups that have no active "
-        "member (never moving one backwards). Prints, per group and partition, source offset -> target "
-        "offset and whether it is exact or how many records may repeat. Exit 0 when done, 1 when a cluster "
-        "could not be read or a write failed, 2 for a bad config, an unknown route or group (nothing changed).",
-    )
-    checkpoint.add_argument("--route", action="append", metavar="NAME",
-                            help="route to checkpoint (repeatable; default: every route of the config)")
-    checkpoint.add_argument("--group", action="append", metavar="GROUP",
-                            help="only this consumer group (repeatable; it must exist on the source and pass "
-                            "the route's group filters)")
-    checkpoint.add_argument("--dry-run", action="store_true", help="translate and print, write nothing")
-    checkpoint.add_argument("--json", action="store_true", help="print each run's summary as JSON")
 
 
 def run_checkpoint(args: argparse.Namespace) -> int:
@@ -82,3 +61,27 @@ def render(run: Any) -> str:
     lines += [f"group {g} left as it is on {run.target}: it has active members there"
               for g in sorted(run.skipped_groups)]
     return "\n".join(lines) + "\n"
+
+
+CHECKPOINT = Command(
+    "checkpoint", run_checkpoint,
+    help="translate consumer-group offsets through the offset syncs; store them, optionally commit them",
+    description="""
+        For each route: read the committed offsets of the source's consumer groups that match
+        routes[].checkpoints (groups, exclude_groups), translate each through the route's offset syncs, write
+        them to the topic mirrorflow-checkpoints.<route>.internal on the target and to the state DB, and, with
+        checkpoints.write_target_groups, commit them into the target's groups that have no active member (never
+        moving one backwards). Prints, per group and partition, source offset -> target offset and whether it is
+        exact or how many records may repeat. Exit 0 when done, 1 when a cluster could not be read or a write
+        failed, 2 for a bad config, an unknown route or group (nothing changed).
+    """,
+    options=(
+        CONFIG,
+        every_route("checkpoint"),
+        Option("--group", action="append", metavar="GROUP",
+               help="only this consumer group (repeatable; it must exist on the source and pass the route's group "
+               "filters)"),
+        Option("--dry-run", action="store_true", help="translate and print, write nothing"),
+        Option("--json", action="store_true", help="print each run's summary as JSON"),
+    ),
+)

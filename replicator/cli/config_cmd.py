@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from replicator.cli.common import add_command, add_group, config_of
+from replicator.cli.commands import Command, Group, Option
+from replicator.cli.common import CONFIG, config_of
 from replicator.cli.output import as_json, table
 from replicator.domain.secrets import redact_url
-
-
-def register(commands: Any) -> None:
-    """Add the ``config`` command group."""
-    sub = add_group(commands, "config", help="validate the configuration file")
-    check = add_command(sub, "check", check_config, help="validate mirrorflow.yaml; exit 2 naming every bad key")
-    check.add_argument("--json", action="store_true", help="print the effective config as JSON")
 
 
 def check_config(args: argparse.Namespace) -> int:
@@ -41,3 +34,11 @@ def check_config(args: argparse.Namespace) -> int:
     ))
     print(f"\nstate: {redact_url(config.state.url)}")
     return 0
+
+
+CONFIG_GROUP = Group("config", help="validate the configuration file", commands=(
+    Command("check", check_config, help="validate mirrorflow.yaml; exit 2 naming every bad key", options=(
+        CONFIG,
+        Option("--json", action="store_true", help="print the effective config as JSON"),
+    )),
+))

@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from replicator.cli.common import add_command, add_group, config_of
-
-
-def register(commands: Any) -> None:
-    """Add the ``db`` command group."""
-    sub = add_group(commands, "db", help="the state database")
-    add_command(sub, "upgrade", upgrade_db,
-                help="apply pending migrations and register the config's routes (idempotent)")
+from replicator.cli.commands import Command, Group
+from replicator.cli.common import CONFIG, config_of
 
 
 def upgrade_db(args: argparse.Namespace) -> int:
@@ -27,3 +20,9 @@ def upgrade_db(args: argparse.Namespace) -> int:
         print(f"state database at revision {current_revision(store.engine)}: {store.engine.url!r}")
         print(f"routes registered: {', '.join(routes) or 'none'}")
     return 0
+
+
+DB = Group("db", help="the state database", commands=(
+    Command("upgrade", upgrade_db, help="apply pending migrations and register the config's routes (idempotent)",
+            options=(CONFIG,)),
+))

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from replicator.cli.common import add_group, add_home_arg, dev_ports
+from replicator.cli.commands import Command, Group, Option
+from replicator.cli.common import HOME, JSON, dev_ports
 from replicator.cli.output import as_json, say, table
 from replicator.config import CONFIG_ENV, Config, RouteConfig, load_config
 from replicator.dev.airflow_local import (
@@ -31,46 +32,6 @@ from replicator.errors import ClusterError
 
 if TYPE_CHECKING:
     from replicator.kafka.route_status import PartitionStatus
-
-
-def register(commands: Any) -> None:
-    """Add the ``dev`` command group and ``demo``."""
-    sub = add_group(commands, "dev", help="local Kafka clusters primary and backup on loopback")
-
-    up = sub.add_parser("up", help="start both clusters (harmless when running); writes mirrorflow.yaml")
-    add_home_arg(up)
-    up.add_argument("--clean", action="store_true", help="delete their data (and Airflow's) first")
-    up.add_argument(
-        "--airflow", action="store_true",
-        help=f"also run Airflow 3 with the repo's dags/ on 127.0.0.1 "
-        f"(env {PORT_ENV}, default {DEFAULT_PORT})",
-    )
-    up.set_defaults(handler=up_cmd)
-
-    down = sub.add_parser(
-        "down", help="stop both clusters and Airflow; data is kept unless --clean"
-    )
-    add_home_arg(down)
-    down.add_argument("--clean", action="store_true", help="also delete their data and Airflow's")
-    down.set_defaults(handler=down_cmd)
-
-    status = sub.add_parser(
-        "status",
-        help="cluster id, address, pid and topics of each cluster; Airflow's URL and state",
-    )
-    add_home_arg(status)
-    status.add_argument("--json", action="store_true", help="machine-readable output")
-    status.set_defaults(handler=status_cmd)
-
-    demo = commands.add_parser(
-        "demo", help="start the local clusters, seed demo topics, prepare the state DB, show status"
-    )
-    add_home_arg(demo)
-    demo.add_argument(
-        "--no-airflow", dest="airflow", action="store_false",
-        help=f"skip the local Airflow (saves about 0.7 GB of memory; port: env {PORT_ENV})",
-    )
-    demo.set_defaults(handler=demo_cmd)
 
 
 def _print_status(statuses: list[ClusterStatus]) -> None:
@@ -278,3 +239,29 @@ def demo_cmd(args: argparse.Namespace) -> int:
         f"stop:   mirrorflow dev down --home {args.home}   "
         f"(stops the worker{', Airflow' if airflow else ''} and both clusters)")
     return 0
+
+
+DEV = Group("dev", help="local Kafka clusters primary and backup on loopback", commands=(
+    Command("up", up_cmd, help="start both clusters (harmless when running); writes mirrorflow.yaml", options=(
+        HOME,
+        Option("--clean", action="store_true", help="delete their data (and Airflow's) first"),
+        Option("--airflow", action="store_true",
+               help=f"also run Airflow 3 with the repo's dags/ on 127.0.0.1 (env {PORT_ENV}, default {DEFAULT_PORT})"),
+    )),
+    Command("down", down_cmd, help="stop both clusters and Airflow; data is kept unless --clean", options=(
+        HOME,
+        Option("--clean", action="store_true", help="also delete their data and Airflow's"),
+    )),
+    Command("status", status_cmd, help="cluster id, address, pid and topics of each cluster; Airflow's URL and state",
+            options=(HOME, JSON)),
+))
+
+DEMO = Command(
+    "demo", demo_cmd,
+    help="start the local clusters, seed demo topics, prepare the state DB, show status",
+    options=(
+        HOME,
+        Option("--no-airflow", dest="airflow", action="store_false",
+               help=f"skip the local Airflow (saves about 0.7 GB of memory; port: env {PORT_ENV})"),
+    ),
+)

@@ -5,41 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from replicator.cli.common import add_command, config_of
+from replicator.cli.commands import Command, Option
+from replicator.cli.common import CONFIG, config_of
 from replicator.cli.output import table
-from replicator.cli.runbook_cmd import add_run_options, outcome, point_row, run_and_print
-
-
-def register(commands: Any) -> None:
-    """Add the ``failback`` command."""
-    failback = add_command(
-        commands, "failback", run_failback,
-        help="after a failover, copy back what was written on the target and move the groups home",
-        description="For a failed-over route (source = the old primary, target = where the applications run "
-        "now), with both clusters up and the route's workers stopped. Mode incremental (default): a reverse "
-        "route copies to the old primary only what was written on the target since the failover; records of "
-        "the old primary that never reached the target stay where they are. Mode resync: the old primary's "
-        "topics are deleted and created again, and every record of the replicas is copied back (refused when "
-        "records of the old primary never reached the target, unless --accept-loss). Then the planned switch: "
-        "copy until nothing is left (stop the producers on the target first; up to --drain-timeout), translate "
-        "each group's position, commit it into the old primary's groups that have no active member, read it "
-        "back, and release the route so `mirrorflow run` copies the old primary again. Each step is printed "
-        "and stored in the state DB; a run that fails midway resumes at the failed step when run again. "
-        "Exit 0 when done, 1 when a step failed, 2 for a bad config, an unknown route or bad options.",
-    )
-    failback.add_argument("--route", required=True, metavar="NAME", help="the failed-over route to bring back")
-    failback.add_argument("--mode", choices=["incremental", "resync"], default="incremental",
-                          help="incremental: only what was written since the failover (default); resync: "
-                          "recreate the old primary's topics and copy everything back")
-    failback.add_argument("--group", action="append", metavar="GROUP",
-                          help="only this consumer group (repeatable; default: every group the route's checkpoint "
-                          "filter selects on the target)")
-    failback.add_argument("--drain-timeout", default="60", metavar="SECONDS",
-                          help="copy at most this long for the last records before the switch (default 60)")
-    failback.add_argument("--accept-loss", action="store_true",
-                          help="mode resync: go on although records of the old primary never reached the target "
-                          "(they are deleted with its topics)")
-    add_run_options(failback, "failback")
+from replicator.cli.runbook_cmd import outcome, point_row, run_and_print, run_options
 
 
 def run_failback(args: argparse.Namespace) -> int:
@@ -66,3 +35,38 @@ def render(run: Any) -> str:
                             f"group on {run.primary}"], rows))
     lines += [f"note: {n}" for n in run.notes]
     return "\n".join([*lines, "", next_steps(run)]) + "\n"
+
+
+FAILBACK = Command(
+    "failback", run_failback,
+    help="after a failover, copy back what was written on the target and move the groups home",
+    description="""
+        For a failed-over route (source = the old primary, target = where the applications run now), with both
+        clusters up and the route's workers stopped. Mode incremental (default): a reverse route copies to the
+        old primary only what was written on the target since the failover; records of the old primary that
+        never reached the target stay where they are. Mode resync: the old primary's topics are deleted and
+        created again, and every record of the replicas is copied back (refused when records of the old primary
+        never reached the target, unless --accept-loss). Then the planned switch: copy until nothing is left
+        (stop the producers on the target first; up to --drain-timeout), translate each group's position, commit
+        it into the old primary's groups that have no active member, read it back, and release the route so
+        `mirrorflow run` copies the old primary again. Each step is printed and stored in the state DB; a run
+        that fails midway resumes at the failed step when run again. Exit 0 when done, 1 when a step failed, 2
+        for a bad config, an unknown route or bad options.
+    """,
+    options=(
+        CONFIG,
+        Option("--route", required=True, metavar="NAME", help="the failed-over route to bring back"),
+        Option("--mode", choices=("incremental", "resync"), default="incremental",
+               help="incremental: only what was written since the failover (default); resync: recreate the old "
+               "primary's topics and copy everything back"),
+        Option("--group", action="append", metavar="GROUP",
+               help="only this consumer group (repeatable; default: every group the route's checkpoint filter "
+               "selects on the target)"),
+        Option("--drain-timeout", default="60", metavar="SECONDS",
+               help="copy at most this long for the last records before the switch (default 60)"),
+        Option("--accept-loss", action="store_true",
+               help="mode resync: go on although records of the old primary never reached the target (they are "
+               "deleted with its topics)"),
+        *run_options("failback"),
+    ),
+)

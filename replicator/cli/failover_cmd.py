@@ -5,43 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from replicator.cli.common import add_command, config_of
+from replicator.cli.commands import Command, Option
+from replicator.cli.common import CONFIG, config_of
 from replicator.cli.output import table
-from replicator.cli.runbook_cmd import add_run_options, outcome, point_row, run_and_print
-
-
-def register(commands: Any) -> None:
-    """Add the ``failover`` command."""
-    failover = add_command(
-        commands, "failover", run_failover,
-        help="fail a route over to its target: drain, stop it, commit translated offsets into the target's groups",
-        description="Steps, each printed as it runs and stored in the state DB: check the source (reachable: "
-        "wait for the route's lag to drain, up to --drain-timeout; unreachable: go on, the RPO is counted from "
-        "the last checkpoint); stop the route (marked failed over, so `mirrorflow run` refuses it, then wait "
-        "until its group has no member); take a final checkpoint (mode checkpoint) or look up offsets for "
-        "--at minus --margin (mode timestamp, for groups never checkpointed); commit the offsets into the "
-        "target's groups that have no active member (never backwards); read them back; record RPO and RTO "
-        "and print what the applications do next. A run that fails midway resumes at the failed step when run "
-        "again with the same options. Exit 0 when done, 1 when a step failed, 2 for a bad config, an unknown "
-        "route or group, or bad options (nothing changed).",
-    )
-    failover.add_argument("--route", required=True, metavar="NAME", help="the route to fail over")
-    failover.add_argument("--group", action="append", metavar="GROUP",
-                          help="only this consumer group (repeatable; default: every group with a checkpoint)")
-    failover.add_argument("--mode", choices=["checkpoint", "timestamp"], default="checkpoint",
-                          help="checkpoint: resume where the latest checkpoints say (default); timestamp: at the "
-                          "first record at or after --at minus --margin")
-    failover.add_argument("--at", metavar="ISO", help="mode timestamp: the instant the groups had consumed up to "
-                          "(2026-11-01T12:00:00Z; no zone: UTC)")
-    failover.add_argument("--margin", default="60s", metavar="DURATION",
-                          help="mode timestamp: resume this much before --at (60, 60s, 5m, 1h; default 60s)")
-    failover.add_argument("--drain-timeout", default="60", metavar="SECONDS",
-                          help="wait at most this long for the route's lag to drain (default 60)")
-    failover.add_argument("--stop-timeout", default="30", metavar="SECONDS",
-                          help="wait at most this long for the route's workers to leave its group (default 30)")
-    add_run_options(failover, "failover")
-    failover.add_argument("--release", action="store_true",
-                          help="only let the failed-over route run again (after a drill); changes nothing else")
+from replicator.cli.runbook_cmd import outcome, point_row, run_and_print, run_options
 
 
 def run_failover(args: argparse.Namespace) -> int:
@@ -75,3 +42,40 @@ def render(run: Any) -> str:
         lines.append(table(["group", "topic", "partition", "source offset", "", "target topic", "target offset",
                             "resume", f"group on {run.target}"], rows))
     return "\n".join([*lines, "", next_steps(run)]) + "\n"
+
+
+FAILOVER = Command(
+    "failover", run_failover,
+    help="fail a route over to its target: drain, stop it, commit translated offsets into the target's groups",
+    description="""
+        Steps, each printed as it runs and stored in the state DB: check the source (reachable: wait for the
+        route's lag to drain, up to --drain-timeout; unreachable: go on, the RPO is counted from the last
+        checkpoint); stop the route (marked failed over, so `mirrorflow run` refuses it, then wait until its
+        group has no member); take a final checkpoint (mode checkpoint) or look up offsets for --at minus
+        --margin (mode timestamp, for groups never checkpointed); commit the offsets into the target's groups
+        that have no active member (never backwards); read them back; record RPO and RTO and print what the
+        applications do next. A run that fails midway resumes at the failed step when run again with the same
+        options. Exit 0 when done, 1 when a step failed, 2 for a bad config, an unknown route or group, or bad
+        options (nothing changed).
+    """,
+    options=(
+        CONFIG,
+        Option("--route", required=True, metavar="NAME", help="the route to fail over"),
+        Option("--group", action="append", metavar="GROUP",
+               help="only this consumer group (repeatable; default: every group with a checkpoint)"),
+        Option("--mode", choices=("checkpoint", "timestamp"), default="checkpoint",
+               help="checkpoint: resume where the latest checkpoints say (default); timestamp: at the first "
+               "record at or after --at minus --margin"),
+        Option("--at", metavar="ISO",
+               help="mode timestamp: the instant the groups had consumed up to (2026-11-01T12:00:00Z; no zone: UTC)"),
+        Option("--margin", default="60s", metavar="DURATION",
+               help="mode timestamp: resume this much before --at (60, 60s, 5m, 1h; default 60s)"),
+        Option("--drain-timeout", default="60", metavar="SECONDS",
+               help="wait at most this long for the route's lag to drain (default 60)"),
+        Option("--stop-timeout", default="30", metavar="SECONDS",
+               help="wait at most this long for the route's workers to leave its group (default 30)"),
+        *run_options("failover"),
+        Option("--release", action="store_true",
+               help="only let the failed-over route run again (after a drill); changes nothing else"),
+    ),
+)

@@ -22,8 +22,16 @@ from replicator.cli import (
     sync_cmd,
     topics_cmd,
 )
+from replicator.cli.commands import Command, Group, add_command
 from replicator.errors import MirrorFlowError
 from replicator.logs import LEVEL_ENV, setup_logging
+
+COMMANDS: tuple[Command | Group, ...] = (
+    dev_cmd.DEV, dev_cmd.DEMO, run_cmd.RUN, topics_cmd.TOPICS, status_cmd.STATUS, sync_cmd.SYNC,
+    checkpoint_cmd.CHECKPOINT, failover_cmd.FAILOVER, failback_cmd.FAILBACK, audit_cmd.AUDIT, backfill_cmd.BACKFILL,
+    config_cmd.CONFIG_GROUP, db_cmd.DB,
+)
+"""Every command, in the order ``mirrorflow --help`` lists them."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,18 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"log verbosity on stderr (env {LEVEL_ENV}; default: warning)",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
-    dev_cmd.register(commands)
-    run_cmd.register(commands)
-    topics_cmd.register(commands)
-    status_cmd.register(commands)
-    sync_cmd.register(commands)
-    checkpoint_cmd.register(commands)
-    failover_cmd.register(commands)
-    failback_cmd.register(commands)
-    audit_cmd.register(commands)
-    backfill_cmd.register(commands)
-    config_cmd.register(commands)
-    db_cmd.register(commands)
+    for declared in COMMANDS:
+        add_command(commands, declared)
     return parser
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import re
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from replicator.cli.common import add_command, config_of, routes_of
+from replicator.cli.commands import Command, Option
+from replicator.cli.common import CONFIG, config_of, every_route, routes_of
 from replicator.domain.secrets import redact
 
 if TYPE_CHECKING:
@@ -33,21 +33,6 @@ def worker_id_of(args: argparse.Namespace) -> str | None:
     if not _WORKER_ID.match(args.worker_id):
         raise UsageError(f"--worker-id {args.worker_id!r}: use 1 to 200 letters, digits, '.', '_' or '-'")
     return str(args.worker_id)
-
-
-def register(commands: Any) -> None:
-    """Add the ``run`` command."""
-    run = add_command(commands, "run", run_routes,
-                      help="replicate routes continuously (foreground; SIGTERM to stop)")
-    run.add_argument("--route", action="append", metavar="NAME",
-                     help="route to run (repeatable; default: every route of the config)")
-    run.add_argument("--metrics-port", type=int, metavar="P", help="serve Prometheus metrics on this port")
-    run.add_argument(
-        "--worker-id", metavar="ID", default=os.environ.get(WORKER_ID_ENV) or None,
-        help=f"a stable identity for this worker (env {WORKER_ID_ENV}): a worker restarted under the same id "
-        "(systemd, a Kubernetes StatefulSet) takes its partitions back at once instead of after the group's "
-        "session timeout; two running workers of a route must never share one",
-    )
 
 
 def run_routes(args: argparse.Namespace) -> int:
@@ -143,3 +128,18 @@ def as_route_failure(exc: BaseException) -> BaseException:
         return exc
     log.debug("worker thread failed", exc_info=exc)
     return RouteFailed(f"worker stopped on an internal error: {type(exc).__name__}: {exc}")
+
+
+RUN = Command(
+    "run", run_routes,
+    help="replicate routes continuously (foreground; SIGTERM to stop)",
+    options=(
+        CONFIG,
+        every_route("run"),
+        Option("--metrics-port", type=int, metavar="P", help="serve Prometheus metrics on this port"),
+        Option("--worker-id", metavar="ID", env=WORKER_ID_ENV,
+               help=f"a stable identity for this worker (env {WORKER_ID_ENV}): a worker restarted under the same "
+               "id (systemd, a Kubernetes StatefulSet) takes its partitions back at once instead of after the "
+               "group's session timeout; two running workers of a route must never share one"),
+    ),
+)

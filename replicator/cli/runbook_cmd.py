@@ -7,18 +7,21 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from replicator.cli.commands import Option
 from replicator.cli.output import as_json, say
 
 if TYPE_CHECKING:
     from replicator.domain.resume_point import ResumePoint
 
 
-def add_run_options(parser: argparse.ArgumentParser, runbook: str) -> None:
+def run_options(runbook: str) -> tuple[Option, ...]:
     """``--dry-run``, ``--json`` and ``--restart``: what every command run by the runbook engine takes."""
-    parser.add_argument("--dry-run", action="store_true", help="show every step, change nothing")
-    parser.add_argument("--json", action="store_true", help="print the run as JSON (progress goes to stderr)")
-    parser.add_argument("--restart", action="store_true",
-                        help=f"abandon the route's unfinished {runbook} run and start a new one")
+    return (
+        Option("--dry-run", action="store_true", help="show every step, change nothing"),
+        Option("--json", action="store_true", help="print the run as JSON (progress goes to stderr)"),
+        Option("--restart", action="store_true",
+               help=f"abandon the route's unfinished {runbook} run and start a new one"),
+    )
 
 
 def run_and_print(args: argparse.Namespace, run: Callable[[Callable[[str], None]], Any],

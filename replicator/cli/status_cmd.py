@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any
 
-from replicator.cli.common import add_command, config_of, routes_of
+from replicator.cli.commands import Command, Option
+from replicator.cli.common import CONFIG, JSON, config_of, routes_of
 from replicator.cli.output import as_json, table
-
-
-def register(commands: Any) -> None:
-    """Add the ``status`` command."""
-    status = add_command(commands, "status", show_status,
-                         help="per route and partition: end offset, committed, lag, last copy")
-    status.add_argument("--route", action="append", metavar="NAME", help="only this route (repeatable)")
-    status.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def show_status(args: argparse.Namespace) -> int:
@@ -34,3 +26,14 @@ def show_status(args: argparse.Namespace) -> int:
           s.last_replicated.strftime("%Y-%m-%d %H:%M:%S") if s.last_replicated else None] for s in rows],
     ))
     return 0
+
+
+STATUS = Command(
+    "status", show_status,
+    help="per route and partition: end offset, committed, lag, last copy",
+    options=(
+        CONFIG,
+        Option("--route", action="append", metavar="NAME", help="only this route (repeatable)"),
+        JSON,
+    ),
+)

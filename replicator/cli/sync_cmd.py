@@ -4,25 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-from replicator.cli.common import add_command, config_of, routes_of
+from replicator.cli.commands import Command, Option
+from replicator.cli.common import CONFIG, config_of, every_route, routes_of
 from replicator.cli.output import as_json, table
-
-
-def register(commands: Any) -> None:
-    """Add the ``sync`` command."""
-    sync = add_command(
-        commands, "sync", run_sync,
-        help="create missing target topics, grow partitions, copy topic configs and ACLs (plan, then apply)",
-        description="For each route: print the plan as a table, apply it (unless --dry-run), print each "
-        "action's outcome and record the run in the state DB. Exit 0 when everything applied, "
-        "1 when an action failed (the others are still applied), 2 for a bad config.",
-    )
-    sync.add_argument("--route", action="append", metavar="NAME",
-                      help="route to sync (repeatable; default: every route of the config)")
-    sync.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
-    sync.add_argument("--json", action="store_true", help="print each run's summary as JSON instead of tables")
 
 
 def run_sync(args: argparse.Namespace) -> int:
@@ -61,3 +46,20 @@ def run_sync(args: argparse.Namespace) -> int:
     if args.json:
         print(as_json(summaries))
     return 1 if failed else 0
+
+
+SYNC = Command(
+    "sync", run_sync,
+    help="create missing target topics, grow partitions, copy topic configs and ACLs (plan, then apply)",
+    description="""
+        For each route: print the plan as a table, apply it (unless --dry-run), print each action's outcome and
+        record the run in the state DB. Exit 0 when everything applied, 1 when an action failed (the others are
+        still applied), 2 for a bad config.
+    """,
+    options=(
+        CONFIG,
+        every_route("sync"),
+        Option("--dry-run", action="store_true", help="print the plan, change nothing"),
+        Option("--json", action="store_true", help="print each run's summary as JSON instead of tables"),
+    ),
+)

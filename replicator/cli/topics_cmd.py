@@ -3,23 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from replicator.cli.common import add_command, add_group, config_of
+from replicator.cli.commands import Command, Group, Option
+from replicator.cli.common import CONFIG, config_of
 from replicator.cli.output import table
-
-
-def register(commands: Any) -> None:
-    """Add the ``topics`` command group."""
-    sub = add_group(commands, "topics", help="add or remove topics of a route (running workers follow within seconds)")
-    for action, text in (("add", "replicate TOPIC on ROUTE, even if the route's patterns do not match it"),
-                         ("remove", "stop replicating TOPIC on ROUTE, even if the route's patterns match it")):
-        parser = add_command(sub, action, change_topic, help=text)
-        parser.add_argument("route")
-        parser.add_argument("topic")
-        parser.set_defaults(desired=action)
-    listing = add_command(sub, "list", list_topics, help="the topics of ROUTE: wanted state and last reported status")
-    listing.add_argument("route")
 
 
 def change_topic(args: argparse.Namespace) -> int:
@@ -30,7 +17,7 @@ def change_topic(args: argparse.Namespace) -> int:
 
     config = config_of(args)
     route = config.route(args.route)
-    desired = DesiredState.REPLICATE if args.desired == "add" else DesiredState.REMOVED
+    desired = DesiredState.REPLICATE if args.action == "add" else DesiredState.REMOVED
     with StateStore(config.state.url) as store:
         with store.session() as session:
             register_routes(session, [route])
@@ -53,3 +40,15 @@ def list_topics(args: argparse.Namespace) -> int:
     print(table(["topic", "wanted", "status", "added by", "updated"],
                 [[r.topic, r.desired_state, r.status, r.added_by, r.updated_at] for r in rows]))
     return 0
+
+
+ROUTE, TOPIC = Option("route"), Option("topic")
+
+TOPICS = Group("topics", help="add or remove topics of a route (running workers follow within seconds)", commands=(
+    Command("add", change_topic, help="replicate TOPIC on ROUTE, even if the route's patterns do not match it",
+            options=(CONFIG, ROUTE, TOPIC)),
+    Command("remove", change_topic, help="stop replicating TOPIC on ROUTE, even if the route's patterns match it",
+            options=(CONFIG, ROUTE, TOPIC)),
+    Command("list", list_topics, help="the topics of ROUTE: wanted state and last reported status",
+            options=(CONFIG, ROUTE)),
+))
