@@ -28,6 +28,12 @@ RECREATED = Counter("mirrorflow_topics_recreated",
 DEAD_LETTERS = Counter("mirrorflow_dead_letter_records",
                        "Source records the target could not take, written to the dead-letter topic", ["route", "topic"])
 ASSIGNED = Gauge("mirrorflow_assigned_partitions", "Source partitions assigned to this worker", ["route"])
+# A turn waits at most ~50 ms when there is nothing to do (or the queue is full): longer turns are stalls.
+LOOP_TURN = Histogram("mirrorflow_loop_turn_seconds", "Time of one turn of the worker's copy loop", ["route"],
+                      buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+TOPIC_REFRESH = Histogram("mirrorflow_topic_refresh_seconds",
+                          "Time of one look at the clusters' topics (in a thread of its own, beside the loop)",
+                          ["route"], buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
 
 
 def serve(port: int) -> None:

@@ -23,6 +23,8 @@ from types import FrameType
 
 from confluent_kafka import KafkaException, Producer
 
+from replicator.worker import metrics
+
 log = logging.getLogger(__name__)
 
 
@@ -81,6 +83,7 @@ class LoopWatch:
     def start(self) -> None:
         """Watch the calling thread's loop from now on."""
         self._loop_thread = threading.get_ident()
+        self.beat_at = time.monotonic()
         self._thread.start()
 
     def stop(self) -> None:
@@ -89,7 +92,9 @@ class LoopWatch:
 
     def beat(self) -> None:
         """The loop turned."""
-        self.beat_at = time.monotonic()
+        now = time.monotonic()
+        metrics.LOOP_TURN.labels(self.route).observe(now - self.beat_at)
+        self.beat_at = now
         if self.hung_since is not None:
             log.warning("worker loop turns again route=%s hung_s=%.1f", self.route, self.beat_at - self.hung_since)
             self.hung_since = None

@@ -108,8 +108,11 @@ class Subscription:
         known = dict(self.partitions)
 
         def look() -> None:
+            started = time.monotonic()
             try:
-                future.set_result(self._look_at_source(added, removed, known, ensure))
+                found = self._look_at_source(added, removed, known, ensure)
+                metrics.TOPIC_REFRESH.labels(self.route.name).observe(time.monotonic() - started)
+                future.set_result(found)
             except BaseException as exc:  # noqa: BLE001 - handed to the loop, which reports it
                 if ensure:
                     self._ensure_targets = True  # the next look makes sure of the target topics again

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import urllib.request
 
 from replicator.kafka.admin import create_topics
@@ -34,3 +35,6 @@ def test_metrics_endpoint(primary, backup, unique_name, tmp_path, workers) -> No
     text = _scrape(port)
     assert 'mirrorflow_replication_latency_seconds_count{route="metered"}' in text
     assert 'mirrorflow_assigned_partitions{route="metered"} 2.0' in text
+    for histogram in ("mirrorflow_loop_turn_seconds", "mirrorflow_topic_refresh_seconds"):
+        counts = re.findall(rf'^{histogram}_count{{route="metered"}} (\d+)\.0$', text, re.MULTILINE)
+        assert counts and int(counts[0]) > 0, histogram
