@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -23,6 +24,10 @@ from replicator.kafka.clients import admin_settings
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# Groups read or written at the same time, one client each: a run over a thousand groups is bound by round
+# trips (a client's connection, the group's coordinator, the request), not by the brokers.
+GROUPS_AT_ONCE = 8
 
 # A fresh cluster's (or a new group's) coordinator answers these for a few seconds.
 SETTLING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
@@ -86,3 +91,13 @@ def commit(properties: Mapping[str, str], group: str, offsets: Mapping[Partition
         raise ClusterError(f"{what}: commit of group {group!r} on {first.topic}-{first.partition}: "
                            f"{first.error.name()}: {first.error.str()}")
     log.info("committed group=%s partitions=%d cluster=%s", group, len(wanted), what)
+
+
+def for_each_group(work: Callable[[str], T], groups: Iterable[str]) -> dict[str, T]:
+    """``work(group)`` for each group, ``GROUPS_AT_ONCE`` at a time; the results by group, in the groups'
+    order. The first error ``work`` raised is raised (once every group started has finished)."""
+    ordered = list(dict.fromkeys(groups))
+    if len(ordered) <= 1:
+        return {group: work(group) for group in ordered}
+    with ThreadPoolExecutor(min(GROUPS_AT_ONCE, len(ordered)), thread_name_prefix="group") as pool:
+        return dict(zip(ordered, pool.map(work, ordered), strict=True))

@@ -32,7 +32,7 @@ from replicator.kafka.admin import cluster_metadata
 from replicator.kafka.clients import admin_settings
 from replicator.kafka.topics import source_partitions
 from replicator.runbooks.checkpoints.groups import active_members, list_groups
-from replicator.runbooks.checkpoints.offsets import read_committed
+from replicator.runbooks.checkpoints.offsets import for_each_group, read_committed
 from replicator.runbooks.checkpoints.syncs import SyncLog
 
 
@@ -73,8 +73,9 @@ def prepare(config: Config, route_name: str, groups: Sequence[str] | None = None
         log.close()
     target_of = {t: policy.format_remote_topic(route.source, t) for t in topics}
     syncs = log.syncs
+    committed = for_each_group(lambda group: read_committed(source, group, partitions, on_source), chosen)
     checkpoints = [c for group in chosen for c in checkpoints_of_group(
-        group, read_committed(source, group, partitions, on_source), syncs, replicated_end, target_of)]
+        group, committed[group], syncs, replicated_end, target_of)]
     plan: list[TargetOffset] = []
     if route.checkpoints.write_target_groups:
         plan = _plan_targets(target, checkpoints, on_target)
@@ -133,11 +134,12 @@ def _manual_topics(config: Config, route: RouteConfig) -> tuple[set[str], set[st
 def _plan_targets(target: dict[str, str], checkpoints: list[Checkpoint], what: str) -> list[TargetOffset]:
     translated = {c.group for c in checkpoints if c.translated}
     members = active_members(AdminClient(admin_settings(target)), translated, what) if translated else {}
-    plan: list[TargetOffset] = []
-    for group, items in groupby(checkpoints, key=lambda c: c.group):
-        own = list(items)
-        wanted: list[Partition] = [(c.target_topic, c.partition) for c in own if c.translated]
-        count = members.get(group, 0)
-        current = read_committed(target, group, wanted, what) if wanted and count == 0 else {}
-        plan += plan_target_group(own, TargetGroupState(group, count, current))
-    return plan
+    own = {group: list(items) for group, items in groupby(checkpoints, key=lambda c: c.group)}
+
+    def current(group: str) -> dict[Partition, int]:
+        wanted: list[Partition] = [(c.target_topic, c.partition) for c in own[group] if c.translated]
+        return read_committed(target, group, wanted, what) if wanted and members.get(group, 0) == 0 else {}
+
+    committed = for_each_group(current, own)
+    return [entry for group, items in own.items()
+            for entry in plan_target_group(items, TargetGroupState(group, members.get(group, 0), committed[group]))]

@@ -25,7 +25,7 @@ from replicator.config import Config, as_config
 from replicator.domain.checkpoint_run import CheckpointRun
 from replicator.domain.target_group import TargetOffset, TargetOutcome, offsets_to_commit
 from replicator.errors import ClusterError, MirrorFlowError
-from replicator.runbooks.checkpoints.offsets import commit
+from replicator.runbooks.checkpoints.offsets import commit, for_each_group
 from replicator.runbooks.checkpoints.read import PreparedCheckpoints, prepare
 from replicator.runbooks.checkpoints.topic import checkpoints_topic_name, publish
 
@@ -70,18 +70,18 @@ def _commit_all(target: dict[str, str], plan: Sequence[TargetOffset], what: str)
     by_group: dict[str, list[TargetOffset]] = defaultdict(list)
     for entry in plan:
         by_group[entry.checkpoint.group].append(entry)
-    done: list[TargetOffset] = []
-    for group, entries in by_group.items():
-        outcome, error = TargetOutcome.WRITTEN, None
-        offsets = offsets_to_commit(entries)
+
+    def write(group: str) -> tuple[TargetOutcome, str | None]:
         try:
-            commit(target, group, offsets, what)
+            commit(target, group, offsets_to_commit(by_group[group]), what)
         except ClusterError as exc:
-            outcome, error = TargetOutcome.FAILED, str(exc)
             log.warning("target group not written route_target=%r group=%s error=%s", what, group, exc)
-        done += [dataclasses.replace(e, outcome=outcome, error=error) if e.outcome == TargetOutcome.PLANNED else e
-                 for e in entries]
-    return done
+            return TargetOutcome.FAILED, str(exc)
+        return TargetOutcome.WRITTEN, None
+
+    outcomes = for_each_group(write, by_group)
+    return [dataclasses.replace(e, outcome=outcomes[group][0], error=outcomes[group][1])
+            if e.outcome == TargetOutcome.PLANNED else e for group, entries in by_group.items() for e in entries]
 
 
 def _record(config: Config, run: CheckpointRun) -> None:

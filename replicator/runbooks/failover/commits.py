@@ -21,7 +21,7 @@ from replicator.domain.target_group import TargetOutcome
 from replicator.errors import ClusterError
 from replicator.kafka.clients import admin_settings
 from replicator.runbooks.checkpoints.groups import active_members
-from replicator.runbooks.checkpoints.offsets import commit, read_committed
+from replicator.runbooks.checkpoints.offsets import commit, for_each_group, read_committed
 
 log = logging.getLogger(__name__)
 
@@ -35,21 +35,25 @@ def plan(config: Config, route: RouteConfig, points: Sequence[ResumePoint]) -> t
     properties, what = _target(config, route)
     groups = sorted({p.group for p in points if p.target_offset is not None})
     members = active_members(AdminClient(admin_settings(properties)), groups, what) if groups else {}
-    committed = {g: read_committed(properties, g, _partitions(points, g), what) for g in groups if not members[g]}
+    committed = for_each_group(lambda g: read_committed(properties, g, _partitions(points, g), what),
+                               [g for g in groups if not members[g]])
     return plan_commits(points, members, committed)
 
 
 def write(config: Config, route: RouteConfig, commits: Sequence[GroupCommit]) -> tuple[GroupCommit, ...]:
     """Commit each group's planned offsets; a refused group is marked failed (with why), the others go on."""
     properties, what = _target(config, route)
-    outcome: dict[str, tuple[TargetOutcome, str | None]] = {}
-    for group in sorted({c.point.group for c in commits if c.outcome == TargetOutcome.PLANNED}):
+
+    def write_group(group: str) -> tuple[TargetOutcome, str | None]:
         try:
             commit(properties, group, offsets_to_write(commits, group), what)
-            outcome[group] = (TargetOutcome.WRITTEN, None)
         except ClusterError as exc:
             log.warning("target group not written route=%s group=%s error=%s", route.name, group, exc)
-            outcome[group] = (TargetOutcome.FAILED, str(exc))
+            return TargetOutcome.FAILED, str(exc)
+        return TargetOutcome.WRITTEN, None
+
+    outcome = for_each_group(write_group, sorted({c.point.group for c in commits
+                                                  if c.outcome == TargetOutcome.PLANNED}))
     return tuple(dataclasses.replace(c, outcome=outcome[c.point.group][0], error=outcome[c.point.group][1])
                  if c.outcome == TargetOutcome.PLANNED else c for c in commits)
 
@@ -59,8 +63,8 @@ def read_back(config: Config, route: RouteConfig, commits: Sequence[GroupCommit]
     properties, what = _target(config, route)
     checked = (TargetOutcome.WRITTEN, TargetOutcome.UP_TO_DATE, TargetOutcome.TARGET_AHEAD)
     groups = sorted({c.point.group for c in commits if c.outcome in checked})
-    return {g: read_committed(properties, g, [c.target for c in commits if c.point.group == g
-                                              and c.outcome in checked], what) for g in groups}
+    return for_each_group(lambda g: read_committed(
+        properties, g, [c.target for c in commits if c.point.group == g and c.outcome in checked], what), groups)
 
 
 def _partitions(points: Sequence[ResumePoint], group: str) -> list[Partition]:
