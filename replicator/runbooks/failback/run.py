@@ -164,4 +164,4 @@ def step_of_run(config: ConfigRef, step: str, run: dict[str, Any]) -> dict[str, 
     current = run_from_dict(run)
     if current.run_id is not None:
         current = _store(loaded).load(current.run_id)
-    return summary(run_step(loaded, current, FailbackStep(step), print))
+    return summary(run_step(loaded, current, FailbackStep(step)))
