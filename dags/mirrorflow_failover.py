@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import pendulum
-from airflow.sdk import Param, dag, task
+from airflow.sdk import Param
 
 DOC = """
 ### Failover
@@ -31,81 +30,22 @@ same params. `dry_run` shows every step and changes nothing. The same without
 Airflow: `mirrorflow failover --route R`.
 """
 
+STEPS = ["check-source", "drain", "stop-route", "final-checkpoint", "commit-offsets", "verify", "finish"]
+PARAMS = {
+    "route": Param("", type="string", description="the route to fail over"),
+    "groups": Param([], type="array", description="only these groups (default: every checkpointed group)"),
+    "mode": Param("checkpoint", enum=["checkpoint", "timestamp"], description="checkpoint or timestamp"),
+    "at": Param(None, type=["null", "string"], description="mode timestamp: ISO instant consumed up to"),
+    "margin": Param("60s", type="string", description="mode timestamp: resume this much before `at`"),
+    "drain_timeout": Param(60, type="integer", minimum=0, description="seconds to wait for the lag to drain"),
+    "dry_run": Param(False, type="boolean", description="show every step, change nothing"),
+}
 
-@dag(
-    dag_id="mirrorflow_failover",
-    schedule=None,
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    max_active_runs=1,
-    tags=["mirrorflow"],
-    doc_md=DOC,
-    params={
-        "route": Param("", type="string", description="the route to fail over"),
-        "groups": Param([], type="array", description="only these groups (default: every checkpointed group)"),
-        "mode": Param("checkpoint", enum=["checkpoint", "timestamp"], description="checkpoint or timestamp"),
-        "at": Param(None, type=["null", "string"], description="mode timestamp: ISO instant consumed up to"),
-        "margin": Param("60s", type="string", description="mode timestamp: resume this much before `at`"),
-        "drain_timeout": Param(60, type="integer", minimum=0, description="seconds to wait for the lag to drain"),
-        "dry_run": Param(False, type="boolean", description="show every step, change nothing"),
-    },
-)
+
 def mirrorflow_failover() -> None:
-    @task
-    def start(params: dict[str, object] | None = None) -> dict[str, object]:
-        from replicator.runbooks.failover.run import start_run
+    from replicator.airflow.runbook_dag import runbook_dag
 
-        p = params or {}
-        return start_run(None, str(p.get("route") or ""), list(p.get("groups") or []) or None,  # type: ignore[call-overload]
-                         str(p.get("mode") or "checkpoint"), str(p["at"]) if p.get("at") else None,
-                         str(p.get("margin") or "60s"), int(p.get("drain_timeout") or 0),  # type: ignore[call-overload]
-                         bool(p.get("dry_run")))
-
-    @task
-    def check_source(run: dict[str, object]) -> dict[str, object]:
-        from replicator.runbooks.failover.run import step_of_run
-
-        return step_of_run(None, "check-source", run)
-
-    @task
-    def drain(run: dict[str, object]) -> dict[str, object]:
-        from replicator.runbooks.failover.run import step_of_run
-
-        return step_of_run(None, "drain", run)
-
-    @task
-    def stop_route(run: dict[str, object]) -> dict[str, object]:
-        from replicator.runbooks.failover.run import step_of_run
-
-        return step_of_run(None, "stop-route", run)
-
-    @task
-    def final_checkpoint(run: dict[str, object]) -> dict[str, object]:
-        from replicator.runbooks.failover.run import step_of_run
-
-        return step_of_run(None, "final-checkpoint", run)
-
-    @task
-    def commit_offsets(run: dict[str, object]) -> dict[str, object]:
-        from replicator.runbooks.failover.run import step_of_run
-
-        return step_of_run(None, "commit-offsets", run)
-
-    @task
-    def verify(run: dict[str, object]) -> dict[str, object]:
-        from replicator.runbooks.failover.run import step_of_run
-
-        return step_of_run(None, "verify", run)
-
-    @task
-    def finish(run: dict[str, object]) -> dict[str, object]:
-        from replicator.runbooks.failover.run import step_of_run
-
-        done = step_of_run(None, "finish", run)
-        print(done["next_steps"])  # the task log ends with what the applications do next
-        return done
-
-    finish(verify(commit_offsets(final_checkpoint(stop_route(drain(check_source(start())))))))
+    runbook_dag("mirrorflow_failover", "replicator.runbooks.failover.run", STEPS, PARAMS, DOC)
 
 
 mirrorflow_failover()

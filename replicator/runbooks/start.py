@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from replicator.domain.runbook import Request, RunSteps
+from replicator.domain.times import utc_text
 from replicator.errors import UsageError
 from replicator.runbooks.engine import Clock, Runbook, Say, utc_now
 from replicator.runbooks.store import RunStore
@@ -17,10 +18,10 @@ def start(book: Runbook[R, Any], store: RunStore[R], request: Request, restart: 
           fresh: Callable[[R | None], R], say: Say, now: Clock = utc_now) -> R:
     """The route's unfinished run when ``request`` asks for the same work (resumed), or a new one.
 
-    ``fresh(unfinished)`` checks what the request names and builds the new run (it
-    may note the unfinished one). An unfinished run asked with other options is an
-    error unless ``restart``: then it is stored as abandoned with the new run. A dry
-    run is never stored and never abandons anything.
+    ``fresh(unfinished)`` checks what the request names and builds the new run (a
+    dry one notes the unfinished one: :func:`dry_run_note`). An unfinished run asked
+    with other options is an error unless ``restart``: then it is stored as abandoned
+    with the new run. A dry run is never stored and never abandons anything.
     """
     unfinished = store.unfinished(request.route)
     if unfinished is not None and not request.dry_run and not restart:
@@ -38,3 +39,9 @@ def start(book: Runbook[R, Any], store: RunStore[R], request: Request, restart: 
         say(f"{book.kind} run {abandoned.run_id} abandoned (--restart)")
     say(book.started(run))
     return run
+
+
+def dry_run_note(book: Runbook[R, Any], unfinished: R) -> str:
+    """What a dry run notes of the route's unfinished run: which, since when, where it stopped, what a real run does."""
+    return (f"{book.kind} run {unfinished.run_id} is unfinished since {utc_text(unfinished.triggered_at)} (stopped at "
+            f"step {unfinished.stopped_at}): a real run with its options resumes it there, unless --restart")

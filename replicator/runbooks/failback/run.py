@@ -34,6 +34,7 @@ from replicator.runbooks import engine
 from replicator.runbooks.engine import Runbook, RunFailed
 from replicator.runbooks.failback import reverse as rev
 from replicator.runbooks.failback.steps import STEPS, Ctx
+from replicator.runbooks.start import dry_run_note
 from replicator.runbooks.start import start as runbook_start
 from replicator.runbooks.store import SqlRunStore
 
@@ -105,7 +106,8 @@ def start(config: Config, request: FailbackRequest, restart: bool = False, say: 
         if unfinished is None and _hold(config, route.name) is None:
             raise UsageError(f"route {route.name} is not failed over (no failover run holds it): there is nothing "
                              f"to fail back; `mirrorflow failover --route {route.name}` moves it first")
-        return FailbackRun.new(request, route.source, route.target, pendulum.now("UTC"))
+        notes = (dry_run_note(FAILBACK, unfinished),) if unfinished is not None and request.dry_run else ()
+        return replace(FailbackRun.new(request, route.source, route.target, pendulum.now("UTC")), notes=notes)
 
     return runbook_start(FAILBACK, _store(config), request, restart, fresh, say)
 
@@ -164,4 +166,4 @@ def step_of_run(config: ConfigRef, step: str, run: dict[str, Any]) -> dict[str, 
     current = run_from_dict(run)
     if current.run_id is not None:
         current = _store(loaded).load(current.run_id)
-    return summary(run_step(loaded, current, FailbackStep(step), print))
+    return summary(run_step(loaded, current, FailbackStep(step)))

@@ -29,6 +29,7 @@ from replicator.kafka.clients import admin_settings
 from replicator.runbooks import engine
 from replicator.runbooks.engine import Runbook, RunFailed
 from replicator.runbooks.failover.steps import STEPS, Ctx
+from replicator.runbooks.start import dry_run_note
 from replicator.runbooks.start import start as runbook_start
 from replicator.runbooks.store import SqlRunStore
 
@@ -100,8 +101,7 @@ def start(config: Config, request: FailoverRequest, restart: bool = False, say: 
     def fresh(unfinished: FailoverRun | None) -> FailoverRun:
         notes = _check_groups(config, route, request)
         if unfinished is not None and request.dry_run:
-            notes.append(f"failover run {unfinished.run_id} is unfinished (stopped at {unfinished.stopped_at}): "
-                         "a real run with its options resumes it")
+            notes.append(dry_run_note(FAILOVER, unfinished))
         run = FailoverRun.new(request, route.source, route.target, group_id(route), pendulum.now("UTC"))
         return replace(run, notes=tuple(notes))
 

@@ -79,3 +79,29 @@ def test_failback_offers_restart_like_failover(capsys: pytest.CaptureFixture[str
     help_text = " ".join(capsys.readouterr().out.split())
     assert "abandon the route's unfinished failback run and start a new one" in help_text
     assert build_parser().parse_args(["failback", "--route", "r", "--restart"]).restart is True
+
+
+def test_a_dry_run_says_which_unfinished_run_a_real_one_would_resume(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import datetime as dt
+    import json
+
+    from replicator.domain.failback import FailbackRequest, FailbackRun, FailbackStep, FailbackStepRecord
+    from replicator.domain.failover import StepStatus
+    from replicator.state.failbacks import save_run
+    from replicator.state.store import StateStore
+
+    config = _config(tmp_path)
+    stopped = FailbackRun.new(FailbackRequest("r"), "a", "b", dt.datetime(2026, 11, 1, 12, 0, 5, tzinfo=dt.UTC))
+    stopped = stopped.with_step(FailbackStepRecord(FailbackStep.CHECK, StepStatus.DONE, "ok"))
+    stopped = stopped.with_step(FailbackStepRecord(FailbackStep.PREPARE, StepStatus.FAILED, "", "broker down"))
+    with StateStore(f"sqlite:///{tmp_path / 's.db'}") as store:
+        store.run(lambda session: save_run(session, stopped))
+    # the clusters are not there: the dry run stops at its first step, and prints the run as JSON first
+    assert main(["failback", "--config", str(config), "--route", "r", "--dry-run", "--json"]) == 1
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["status"] == "dry-run" and printed["run_id"] is None
+    assert ("failback run 1 is unfinished since 2026-11-01 12:00:05Z (stopped at step prepare): a real run with "
+            "its options resumes it there, unless --restart") in printed["notes"]
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        assert db.execute("select id, status from mf_failback_run").fetchall() == [(1, "failed")]

@@ -99,3 +99,18 @@ def test_render_lists_each_group_partition_and_what_to_do() -> None:
     assert lines[2].split() == ["app", "orders", "0", "57", "->", "primary.orders", "52", "exact", "committed", "52"]
     assert lines[3].split()[-3:] == ["kept:", "active", "members"]
     assert "group busy: left as it is on 'backup'" in render(run)
+
+
+def test_a_dry_run_says_which_unfinished_run_a_real_one_would_resume(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    config = _config(tmp_path)
+    assert main(["failover", "--config", str(config), "--route", "r"]) == 1  # the target is not there
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        [(triggered,)] = db.execute("select triggered_at from mf_failover_run").fetchall()
+    capsys.readouterr()
+    assert main(["failover", "--config", str(config), "--route", "r", "--dry-run", "--json"]) == 1
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["status"] == "dry-run" and printed["run_id"] is None
+    since = dt.datetime.fromisoformat(str(triggered)).strftime("%Y-%m-%d %H:%M:%SZ")
+    assert (f"failover run 1 is unfinished since {since} (stopped at step check-source): a real run with its "
+            "options resumes it there, unless --restart") in printed["notes"]

@@ -9,7 +9,7 @@ import pytest
 
 from replicator.domain.runbook import RunStatus, StepStatus
 from replicator.errors import UsageError
-from replicator.runbooks.start import start
+from replicator.runbooks.start import dry_run_note, start
 from replicator.testing.runbook import MemoryRunStore
 from tests.runbook_drill import BOOK, T0, DrillRequest, DrillRun, with_steps
 
@@ -98,3 +98,14 @@ def test_a_runbook_may_change_the_run_it_resumes() -> None:
     store = store_with(RUNNING)
     run = start(book, store, DrillRequest("r"), False, lambda _: DrillRun(DrillRequest("r")), lambda _: None)
     assert (run.run_id, run.note) == (1, "resumed for b")
+
+
+@pytest.mark.parametrize(("unfinished", "note"), [
+    (replace(RUNNING, run_id=3), "drill run 3 is unfinished since 2026-11-01 12:00:00Z (stopped at step move): "
+                                 "a real run with its options resumes it there, unless --restart"),
+    (replace(with_steps(DrillRun(DrillRequest("r"), LATER), StepStatus.FAILED), run_id=4),
+     "drill run 4 is unfinished since 2026-11-01 13:00:00Z (stopped at step check): "
+     "a real run with its options resumes it there, unless --restart"),
+], ids=["running", "failed-first"])
+def test_a_dry_run_notes_the_unfinished_run_in_one_line(unfinished: DrillRun, note: str) -> None:
+    assert dry_run_note(BOOK, unfinished) == note
