@@ -39,7 +39,7 @@ def _copy_first_generation(primary, backup, topic, tmp_path, workers):  # type: 
     return config, worker, first
 
 
-def _assert_both_generations(backup, topic, first, second, window_copies_allowed: bool = False) -> None:  # type: ignore[no-untyped-def]
+def _assert_both_generations(primary, backup, topic, first, second, window_copies_allowed: bool = False) -> None:  # type: ignore[no-untyped-def]
     """The old topic's copy is intact and the new topic follows it whole, in order.
 
     Live, records written to the new topic before the worker notices the new id
@@ -48,8 +48,17 @@ def _assert_both_generations(backup, topic, first, second, window_copies_allowed
     replica = f"primary.{topic}"
     wait_until(lambda: total(end_offsets(backup.bootstrap_servers, replica, PARTITIONS)) >= 200 + len(second),
                60, "the new topic to be copied whole")
-    time.sleep(2)  # anything more would be a duplicate: let it land before counting
-    got = read_all(backup.bootstrap_servers, replica, PARTITIONS)
+    # A marker after the new records in each partition: once it has arrived, whatever the copy of the records
+    # before it brings (duplicates included) has arrived too, in order.
+    markers = make_records(PARTITIONS, 1, "marker")
+    produce(primary.bootstrap_servers, topic, markers)
+
+    def markers_arrived() -> bool:
+        got = read_all(backup.bootstrap_servers, replica, PARTITIONS)
+        return all(got[p] and got[p][-1] == markers[p] for p in range(PARTITIONS))
+
+    wait_until(markers_arrived, 60, "the markers after the new records")
+    got = {p: records[:-1] for p, records in read_all(backup.bootstrap_servers, replica, PARTITIONS).items()}
     old, new = by_partition(first, PARTITIONS), by_partition(second, PARTITIONS)
     for p in range(PARTITIONS):
         assert got[p][:100] == old[p], f"partition {p}: the deleted topic's copy is untouched"
@@ -67,7 +76,7 @@ def test_topic_recreated_while_replicating(primary, backup, unique_name, tmp_pat
     recreate_topic(primary.bootstrap_servers, topic, PARTITIONS)
     second = make_records(PARTITIONS, 300, "gen2")  # more than before: a reused offset would skip 100
     produce(primary.bootstrap_servers, topic, second)
-    _assert_both_generations(backup, topic, first, second, window_copies_allowed=True)
+    _assert_both_generations(primary, backup, topic, first, second, window_copies_allowed=True)
     assert worker.process.poll() is None
     assert "deleted and created again" in worker.output()
 
@@ -95,6 +104,6 @@ def test_offset_of_the_deleted_topic_is_not_reused(primary, backup, unique_name,
         group.close()
     restarted = Worker(config, log_dir=tmp_path)
     workers.append(restarted)
-    _assert_both_generations(backup, topic, first, second)
+    _assert_both_generations(primary, backup, topic, first, second)
     wait_until(lambda: "deleted and created again" in restarted.output(), 10, "the recreation to be reported")
     assert "old_committed=100" in restarted.output()
