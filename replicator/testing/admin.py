@@ -8,9 +8,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from confluent_kafka import KafkaException, TopicCollection
-from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic
+from confluent_kafka import KafkaException, TopicCollection, TopicPartition
+from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic, OffsetSpec
 
+from replicator.kafka.topics import EARLIEST
 from replicator.testing.cluster import FakeCluster
 from replicator.testing.process import FakeProcess
 
@@ -48,6 +49,13 @@ class ConfigEntry:
 
     value: str
     is_default: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ListedOffset:
+    """What ``list_offsets`` resolves to (``ListOffsetsResultInfo``)."""
+
+    offset: int
 
 
 def _settled(work: Callable[[], T]) -> Future[T]:
@@ -109,3 +117,13 @@ class FakeAdmin:
             return {"max.message.bytes": ConfigEntry("1048588", True),
                     **{k: ConfigEntry(v) for k, v in configs.items()}}
         return {r: _settled(functools.partial(describe, r)) for r in resources}
+
+    def list_offsets(self, topic_partition_offsets: dict[TopicPartition, OffsetSpec],
+                     request_timeout: float = -1) -> dict[TopicPartition, Future[ListedOffset]]:
+        """Each partition's log start (``OffsetSpec.earliest()``) or end (``latest()``): one request for all."""
+        self._check("list_offsets")
+
+        def listed(tp: TopicPartition, spec: OffsetSpec) -> ListedOffset:
+            low, high = self.cluster.watermarks(tp.topic, tp.partition)
+            return ListedOffset(low if spec == EARLIEST else high)
+        return {tp: _settled(functools.partial(listed, tp, spec)) for tp, spec in topic_partition_offsets.items()}

@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 
 LossReporter = Callable[[str, int, tuple[int, int]], None]
 RecreationReporter = Callable[[str, str, str], None]
+Watermarks = Callable[[list[tuple[str, int]]], Mapping[tuple[str, int], tuple[int, int]]]
 
 
 class Positioner:
@@ -38,17 +39,19 @@ class Positioner:
         found = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, millis)], timeout=10)
         return found[0].offset if found and found[0].offset >= 0 else None
 
-    def place(self, consumer: Consumer, partitions: list[TopicPartition],
-              topic_ids: Mapping[str, str]) -> list[TopicPartition]:
+    def place(self, consumer: Consumer, partitions: list[TopicPartition], topic_ids: Mapping[str, str],
+              watermarks: Watermarks) -> list[TopicPartition]:
         """The assigned partitions with the offsets to start from.
 
         ``topic_ids``: the topics' current ids; a committed offset noted with another
         id counts records of a deleted topic of the same name, not of this one.
+        ``watermarks``: reads the partitions' (log start, log end), all at once, after their committed offsets.
         """
         committed = consumer.committed(partitions, timeout=15)
+        marks = watermarks([(tp.topic, tp.partition) for tp in committed])
         placed = []
         for tp in committed:
-            low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+            low, high = marks[(tp.topic, tp.partition)]
             start, position = self._start_kind(), (tp.offset if tp.offset >= 0 else None)
             if position is not None and belongs_to_other_topic(decode_note(tp.metadata), topic_ids.get(tp.topic)):
                 self._recreated(tp.topic, topic_ids[tp.topic], tp.partition, position, low)

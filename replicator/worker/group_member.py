@@ -151,7 +151,8 @@ class GroupMember(ABC):
             if not keys:
                 return
             ids = self.subscription.describe_ids(sorted({t for t, _ in keys}))
-            placed = self.positioner.place(consumer, [TopicPartition(t, p) for t, p in keys], ids)
+            placed = self.positioner.place(consumer, [TopicPartition(t, p) for t, p in keys], ids,
+                                           self.subscription.watermarks)
         except (ClusterError, KafkaException) as exc:
             self.links.trouble("placing assigned partitions", exc)
             self._retry_at = time.monotonic() + self.timeouts.retry

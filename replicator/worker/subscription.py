@@ -17,7 +17,13 @@ from replicator.config import Config, RouteConfig
 from replicator.domain.naming import sync_topic_name
 from replicator.domain.topic_selection import select_topics
 from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, admin_settings
-from replicator.kafka.topics import create_sync_topic, ensure_target_topics, message_limits, source_partitions
+from replicator.kafka.topics import (
+    create_sync_topic,
+    ensure_target_topics,
+    message_limits,
+    source_partitions,
+    watermarks,
+)
 from replicator.state.route_link import StateLink
 from replicator.worker import metrics
 
@@ -180,6 +186,11 @@ class Subscription:
         except KafkaException:
             return False
         return True
+
+    def watermarks(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+        """(log start, log end) of source partitions, read in one go (see ``kafka.topics.watermarks``)."""
+        assert self._source is not None
+        return watermarks(self._source, partitions)
 
     def describe_ids(self, topics: list[str]) -> dict[str, str]:
         """The current id of each topic that exists (a vanished one is left out)."""

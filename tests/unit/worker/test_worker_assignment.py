@@ -7,12 +7,15 @@ from typing import Any, cast
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient
 from prometheus_client import REGISTRY
 
 from replicator.domain.commit_metadata import encode_note
+from replicator.kafka.topics import watermarks
 from replicator.testing import FakeKafka
+from replicator.testing.admin import FakeAdmin
 from replicator.testing.consumer import FakeConsumer
-from replicator.worker.assignment import Positioner
+from replicator.worker.assignment import Positioner, Watermarks
 from tests.fake_route import route_config
 
 TOPIC, LOW, HIGH = "orders", 4, 10
@@ -47,6 +50,12 @@ def consumer(kafka: FakeKafka, committed: int | None = None, note: str | None = 
     return cast(Consumer, FakeConsumer({"group.id": "g"}, kafka["source"]))
 
 
+def marks(kafka: FakeKafka) -> Watermarks:
+    """The source's watermarks as the worker reads them: one admin request for all partitions."""
+    admin = cast(AdminClient, FakeAdmin({}, kafka["source"]))
+    return lambda partitions: watermarks(admin, partitions)
+
+
 def lost_total() -> float:
     return REGISTRY.get_sample_value("mirrorflow_records_lost_to_retention_total", {"route": "r", "topic": TOPIC}) or 0
 
@@ -73,7 +82,7 @@ def test_place_starts_each_partition_where_nothing_is_skipped_unreported(
     reports = Reports()
     positioner = reports.positioner(kafka, **options)
     before = lost_total()
-    placed = positioner.place(consumer(kafka, committed), [TopicPartition(TOPIC, 0)], {})
+    placed = positioner.place(consumer(kafka, committed), [TopicPartition(TOPIC, 0)], {}, marks(kafka))
     assert [(tp.topic, tp.partition, tp.offset) for tp in placed] == [(TOPIC, 0, offset)]
     assert reports.losses == losses
     assert lost_total() - before == sum(to - since for _, _, (since, to) in losses)
@@ -93,7 +102,7 @@ def test_a_commit_of_a_deleted_topic_of_the_same_name_is_not_reused(
     reports = Reports()
     positioner = reports.positioner(kafka, start="latest")
     ids = {} if current_id is None else {TOPIC: current_id}
-    placed = positioner.place(consumer(kafka, 6, note), [TopicPartition(TOPIC, 0)], ids)
+    placed = positioner.place(consumer(kafka, 6, note), [TopicPartition(TOPIC, 0)], ids, marks(kafka))
     assert [tp.offset for tp in placed] == [offset]
     assert reports.losses == []
     assert [(topic, topic_id) for topic, topic_id, _ in reports.recreations] == (
@@ -105,7 +114,7 @@ def test_a_commit_of_a_deleted_topic_of_the_same_name_is_not_reused(
 def test_a_position_beyond_the_log_end_is_logged_as_a_reset(kafka: FakeKafka,
                                                             caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, "replicator.worker.assignment")
-    Reports().positioner(kafka).place(consumer(kafka, 15), [TopicPartition(TOPIC, 0)], {})
+    Reports().positioner(kafka).place(consumer(kafka, 15), [TopicPartition(TOPIC, 0)], {}, marks(kafka))
     assert [r.getMessage() for r in caplog.records] == [
         "committed offset beyond the log end (topic recreated or truncated): copying it anew route=r "
         "topic=orders partition=0 from=4"]

@@ -1,0 +1,43 @@
+"""kafka.topics.watermarks: every partition's log start and end in one request each (on the fakes)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from replicator.kafka.topics import watermarks
+from replicator.testing import FakeKafka
+from replicator.testing.admin import FakeAdmin
+
+
+@pytest.fixture
+def kafka() -> FakeKafka:
+    fake = FakeKafka("source")
+    fake["source"].create_topic("orders", 2)
+    fake["source"].create_topic("audit", 1)
+    for n in range(10):
+        fake["source"].append("orders", 1, None, f"o{n}".encode())
+        fake["source"].append("audit", 0, None, f"a{n}".encode())
+    fake["source"].delete_records("audit", 0, 4)  # retention ran: the log starts at 4
+    return fake
+
+
+def admin(kafka: FakeKafka) -> AdminClient:
+    return cast(AdminClient, FakeAdmin({}, kafka["source"]))
+
+
+def test_each_partition_gets_its_log_start_and_end(kafka: FakeKafka) -> None:
+    asked = [("orders", 1), ("audit", 0), ("orders", 0)]
+    assert watermarks(admin(kafka), asked) == {("orders", 1): (0, 10), ("audit", 0): (4, 10), ("orders", 0): (0, 0)}
+    assert watermarks(admin(kafka), []) == {}
+
+
+def test_a_partition_that_cannot_be_read_raises_for_the_caller_to_ask_again(kafka: FakeKafka) -> None:
+    with pytest.raises(KafkaException, match=r"gone\[0\]"):
+        watermarks(admin(kafka), [("orders", 0), ("gone", 0)])
+    kafka["source"].failures["list_offsets"] = 1
+    with pytest.raises(KafkaException, match="timed out"):
+        watermarks(admin(kafka), [("orders", 0)])
