@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -71,6 +71,25 @@ def report_status(
     if row is None:
         raise ConfigError(f"topic {topic!r} is not on route {route!r}")
     row.status, row.status_detail, row.updated_at = status, detail, func.now()
+
+
+def replicating(session: Session, route: str, started: Sequence[str], stopped: Sequence[str]) -> None:
+    """A worker's topics now copied (added to the route when new to it) and no longer copied: one read of
+    the route's rows and one write each, whatever their number (a route over 2,000 topics starts at once)."""
+    route_row = _route_row(session, route)
+    rows = {row.topic: row for row in session.scalars(
+        select(RouteTopicRow).where(RouteTopicRow.route_id == route_row.id))}
+    for topic in started:
+        row = rows.get(topic)
+        if row is None:
+            row = RouteTopicRow(route=route_row, topic=topic, desired_state=DesiredState.REPLICATE,
+                                added_by=AddedBy.CONFIG)
+            session.add(row)
+        row.status, row.status_detail, row.updated_at = TopicStatus.REPLICATING, None, func.now()
+    for topic in stopped:
+        if topic in rows:
+            row = rows[topic]
+            row.status, row.status_detail, row.updated_at = TopicStatus.STOPPED, None, func.now()
 
 
 def route_topics(session: Session, route: str) -> list[RouteTopic]:

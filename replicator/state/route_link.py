@@ -12,6 +12,7 @@ and only once each time, so the hot path that calls here is not held up by retri
 from __future__ import annotations
 
 import logging
+import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +49,9 @@ class StateLink:
         self._outage = Outage(route.name, store.url if store else "", retry_seconds)
         self._kept: deque[_Write] = deque()
         self._manual: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+        # The worker's topic refresh reads and writes from a thread of its own, the loop writes losses: one at
+        # a time, so kept writes are stored once each and in order.
+        self._lock = threading.RLock()
 
     def manual_topics(self) -> tuple[set[str], set[str]]:
         """Topics added (replicate) and removed/paused by ``mirrorflow topics``.
@@ -80,16 +84,8 @@ class StateLink:
 
     def replicating(self, started: list[str], stopped: list[str]) -> None:
         """Record which topics the route now copies, and which it stopped copying."""
-        def work(session: Session) -> None:
-            known = {r.topic for r in repository.route_topics(session, self.route.name)}
-            for topic in started:
-                if topic not in known:
-                    repository.set_topic(session, self.route.name, topic, DesiredState.REPLICATE, AddedBy.CONFIG)
-                repository.report_status(session, self.route.name, topic, TopicStatus.REPLICATING)
-            for topic in set(stopped) & known:
-                repository.report_status(session, self.route.name, topic, TopicStatus.STOPPED)
-
-        self._write(_Write(f"status started={started} stopped={stopped}", work))
+        self._write(_Write(f"status started={started} stopped={stopped}", lambda session: repository.replicating(
+            session, self.route.name, started, stopped)))
 
     def recreated(self, topic: str, detail: str) -> None:
         """Note on the topic's row that it was deleted and created again, and is copied anew."""
@@ -104,12 +100,20 @@ class StateLink:
 
     def close(self) -> None:
         """Ask the DB once more for the writes still kept; log, as an error, those that never reached it."""
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         self._outage.retry_now()
         if self._store is not None and self._kept and not self._flush():
             log.error("state database unavailable at stop, these writes were not stored route=%s count=%d "
                       "writes=%s", self.route.name, len(self._kept), "; ".join(w.what for w in self._kept))
 
     def _read(self, work: Callable[[Session], T]) -> T | None:
+        with self._lock:
+            return self._read_now(work)
+
+    def _read_now(self, work: Callable[[Session], T]) -> T | None:
         if self._store is None:
             return None
         if self._flush():
@@ -124,6 +128,10 @@ class StateLink:
         return None
 
     def _write(self, write: _Write) -> None:
+        with self._lock:
+            self._write_now(write)
+
+    def _write_now(self, write: _Write) -> None:
         if self._store is None:
             return
         self._kept.append(write)

@@ -168,7 +168,7 @@ class RouteWorker(GroupMember):
             self.loop_watch.beat()
             if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:
                 self._rejoin()
-            if self.subscription.due() and self._not_held():
+            if self.subscription.due():
                 self.subscription.start_look()
             if (look := self.subscription.finished_look()) is not None:
                 self._resubscribe(look)
@@ -195,21 +195,19 @@ class RouteWorker(GroupMember):
             self._report_backpressure()
             self.meter.publish()
 
-    def _not_held(self) -> bool:
-        held = self.subscription.state.held()  # a failover began: this worker must not copy on
-        if held:
-            log.error("route stops: failed over route=%s", self.route.name)
-            self.failure = held
-        return not held
-
-    def _resubscribe(self, look: Future[Look]) -> None:
+    def _resubscribe(self, finished: Future[Look]) -> None:
         """Take what the topic refresh found (it ran in a thread of its own while the loop copied)."""
         try:
-            topics = self.subscription.apply(look)
+            look = finished.result()
         except (ClusterError, KafkaException) as exc:
             self.links.trouble("topic refresh", exc)  # keep copying what is subscribed; try again later
             return
         self.links.clear("topic refresh")
+        if look.held:
+            log.error("route stops: failed over route=%s", self.route.name)
+            self.failure = look.held
+            return
+        topics = self.subscription.apply(look)
         self.merged = self.subscription.merged
         if topics is not None:
             self._subscribe(topics)

@@ -37,7 +37,7 @@ REFRESH_SECONDS = 5.0
 
 @dataclass(frozen=True, slots=True)
 class Look:
-    """What one look at the source found: topic ids always; the rest only when the selection changed."""
+    """What one look found: topic ids always; the rest only when the selection changed (or a hold)."""
 
     ids: dict[str, str]
     names: list[str] = field(default_factory=list)
@@ -45,6 +45,7 @@ class Look:
     target_of: dict[str, str] | None = None
     wanted: dict[str, tuple[str, int]] = field(default_factory=dict)
     limit_of: dict[str, int] = field(default_factory=dict)
+    held: str | None = None  # why the route must stop: a failover holds it
 
 
 class Subscription:
@@ -96,27 +97,25 @@ class Subscription:
         self.start_look()
         assert self._look is not None
         self._look.result()
-        look = self.finished_look()
-        assert look is not None
-        return self.apply(look)
+        finished = self.finished_look()
+        assert finished is not None
+        return self.apply(finished.result())
 
     def start_look(self) -> None:
-        """Start looking at the source's topics in a thread of its own, unless a look is under way: the
-        metadata of thousands of topics, their ids, creating target topics, all network calls that must
-        not hold the copy up. The state DB's topics added or removed by hand are read here, on the
-        caller's thread (it owns the state link), and handed to the look."""
+        """Start looking at the route's topics in a thread of its own, unless a look is under way: the
+        metadata of thousands of topics, their ids, creating target topics, the state DB's rows of them --
+        calls that must not hold the copy up."""
         if self._look is not None:
             return
         self._next = time.monotonic() + self.refresh_seconds
-        added, removed = self.state.manual_topics()
         ensure, self._ensure_targets = self._ensure_targets, False
         future: Future[Look] = Future()
-        known = dict(self.partitions)
+        known = dict(self.partitions)  # what the loop copies now: looks run one at a time, each applied first
 
         def look() -> None:
             started = time.monotonic()
             try:
-                found = self._look_at_source(added, removed, known, ensure)
+                found = self._look_at_topics(known, ensure)
                 metrics.TOPIC_REFRESH.labels(self.route.name).observe(time.monotonic() - started)
                 future.set_result(found)
             except BaseException as exc:  # noqa: BLE001 - handed to the loop, which reports it
@@ -135,10 +134,8 @@ class Subscription:
         self._look = None
         return look
 
-    def apply(self, finished: Future[Look]) -> list[str] | None:
-        """Take what a finished look found: the new topic list when it changed, else None. Raises what the
-        look raised (the source or target did not answer): the subscription stays as it was."""
-        look = finished.result()
+    def apply(self, look: Look) -> list[str] | None:
+        """Take what a look found (on the loop's thread): the new topic list when it changed, else None."""
         self._note_ids(look.ids)
         if look.target_of is None:
             return None
@@ -151,12 +148,16 @@ class Subscription:
         self.partitions = dict(look.partitions)
         log.info("subscription route=%s topics=%d added=%s removed=%s", self.route.name,
                  len(self.partitions), ",".join(new) or "-", ",".join(gone) or "-")
-        self.state.replicating(new, gone)
         return look.names
 
-    def _look_at_source(self, added: set[str], removed: set[str], known: dict[str, int], ensure: bool) -> Look:
-        """Network calls only (runs in the look's thread): what the source has, what the route selects."""
+    def _look_at_topics(self, known: dict[str, int], ensure: bool) -> Look:
+        """The look itself (in its own thread): the state DB's hold and hand-made topics, what the source has,
+        what the route selects, target topics made ready, the topic statuses stored."""
         assert self._source is not None and self._target is not None
+        held = self.state.held()  # a failover began: the worker must stop copying
+        if held:
+            return Look({}, held=held)
+        added, removed = self.state.manual_topics()
         if not self._sync_topic_ready:
             create_sync_topic(self._target, self.sync_topic)  # before any record: its syncs go there
             self._sync_topic_ready = True
@@ -175,8 +176,10 @@ class Subscription:
         if unchanged:
             return Look(ids)
         limits = message_limits(self._target, sorted(wanted))
+        self.state.replicating(sorted(set(selection.partitions) - set(known)),
+                               sorted(set(known) - set(selection.partitions)))
         return Look(ids, selection.names, dict(selection.partitions), target_of, wanted,
-                     {src: limits[target] for src, target in target_of.items() if target in limits})
+                    {src: limits[target] for src, target in target_of.items() if target in limits})
 
     def target_answers(self, timeout: float = 5.0) -> bool:
         """Whether the target cluster answers a metadata request now (its admin client, not the producer)."""

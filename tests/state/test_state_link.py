@@ -10,7 +10,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from replicator.config import parse_config
-from replicator.domain.route_topic import AddedBy, DesiredState
+from replicator.domain.route_topic import AddedBy, DesiredState, TopicStatus
 from replicator.state import repository
 from replicator.state.route_link import StateLink
 from replicator.state.store import StateStore
@@ -99,3 +99,21 @@ def test_a_worker_stopping_while_the_database_is_away_logs_the_ranges_it_could_n
     [error] = [r for r in caplog.records if r.levelname == "ERROR"]
     assert "count=1" in error.getMessage()
     assert "data_loss topic=t partition=2 from=7 to_exclusive=11" in error.getMessage()
+
+
+def test_topics_started_and_stopped_are_stored_with_their_statuses(store: StateStore) -> None:
+    """What `mirrorflow topics list` and the page show: new topics join the route as config topics copying,
+    a topic removed by hand keeps its desired state, stopped ones say so, and a thousand arrive at once."""
+    store.run(lambda session: repository.set_topic(session, "r", "paused", DesiredState.PAUSED, AddedBy.CLI))
+    link = StateLink(ROUTE, store)
+    many = [f"t{n:04d}" for n in range(1000)]
+    link.replicating([*many, "paused"], [])
+    link.replicating(["t0000"], ["t0001", "paused", "never-known"])
+    rows = {t.topic: t for t in store.run(lambda session: repository.route_topics(session, "r"))}
+    assert set(rows) == {*many, "paused"}
+    assert (rows["t0000"].status, rows["t0000"].desired_state, rows["t0000"].added_by) == (
+        TopicStatus.REPLICATING, DesiredState.REPLICATE, AddedBy.CONFIG)
+    assert rows["t0001"].status == TopicStatus.STOPPED
+    assert (rows["paused"].status, rows["paused"].desired_state, rows["paused"].added_by) == (
+        TopicStatus.STOPPED, DesiredState.PAUSED, AddedBy.CLI)
+    assert sum(r.status == TopicStatus.REPLICATING for r in rows.values()) == 999
