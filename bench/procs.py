@@ -40,6 +40,20 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat(5)
 
 
+def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
+    """Per live thread of the process: its name (comm: librdkafka's ``rdk:broker1``, a JVM's thread names)
+    and its utime+stime in seconds."""
+    threads = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        threads[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / CLK_TCK)
+    return threads
+
+
 def rss_mib(pid: int) -> float | None:
     """Resident set size of the process (VmRSS of /proc/<pid>/status), in MiB."""
     try:

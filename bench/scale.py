@@ -47,9 +47,10 @@ from scale_metrics import LOOP_TURN, REFRESH, scrape, since, summary  # noqa: E4
 from tests.support import free_port, start_pair  # noqa: E402
 
 GROUP_TOPICS = 4  # the groups commit on this many of the route's topics
+QUIET_SETTLE_S = 3.0  # after pausing the load, before the no-load window
 
 
-def run_mirrorflow(env: Env, shape: Shape, args: argparse.Namespace) -> dict[str, Any]:
+def run_mirrorflow(env: Env, shape: Shape, args: argparse.Namespace, load: SteadyLoad) -> dict[str, Any]:
     """MirrorFlow's start-up, idle cost and histograms; then its control plane while it still runs."""
     tag, port = shape.prefix, free_port()
     route = {"checkpoints": {"groups": [f"{GROUP_PREFIX}.*"]}}
@@ -61,6 +62,7 @@ def run_mirrorflow(env: Env, shape: Shape, args: argparse.Namespace) -> dict[str
                                           shape.partitions_of(f"{MF_SOURCE_ALIAS}."), args.startup_timeout)
         result["idle"] = measure_idle(peer, "MirrorFlow", args.idle_seconds, scrape=lambda: _scrape(port))
         result["metrics"] = _metric_figures(result["idle"])
+        result["quiet"] = quiet_window(peer, "MirrorFlow", load, args.quiet_seconds)
         result["control"] = control_plane(env, shape, args, tag)
     except StepFailed as failure:
         progress(f"  FAILED: {failure}")
@@ -69,6 +71,20 @@ def run_mirrorflow(env: Env, shape: Shape, args: argparse.Namespace) -> dict[str
         result["exit_code"] = peer.stop(60)
         progress(f"MirrorFlow: stopped (exit code {result['exit_code']}); log {peer.log}")
     return result
+
+
+def quiet_window(peer: Child, label: str, load: SteadyLoad, seconds: float) -> dict[str, Any] | None:
+    """The same figures with the load paused (after a few seconds for what was in flight): the cost of
+    merely holding the partitions."""
+    if not seconds:
+        return None
+    load.pause(True)
+    try:
+        time.sleep(QUIET_SETTLE_S)
+        progress(f"  {label}: load paused")
+        return measure_idle(peer, f"{label} (no load)", seconds)
+    finally:
+        load.pause(False)
 
 
 def _scrape(port: int) -> dict[str, Any] | None:
@@ -116,11 +132,14 @@ def control_plane(env: Env, shape: Shape, args: argparse.Namespace, tag: str) ->
 def _groups_and_checkpoint(env: Env, shape: Shape, groups: int, config: str, route: str) -> dict[str, Any]:
     positions = end_offsets(env.source, shape.names[:GROUP_TOPICS], shape.partitions)
     result = commit_groups(env.source, groups, positions)
+    # The dry run reads and translates only: the difference is the writing (checkpoints topic, state DB).
+    result["checkpoint_dry_run"] = timed_cli(env.work, "checkpoint-dry-run", ["checkpoint", "--config", config,
+                                                                            "--route", route, "--dry-run"])
     result["checkpoint"] = timed_cli(env.work, "checkpoint", ["checkpoint", "--config", config, "--route", route])
     return result
 
 
-def run_mm2(env: Env, shape: Shape, args: argparse.Namespace) -> dict[str, Any]:
+def run_mm2(env: Env, shape: Shape, args: argparse.Namespace, load: SteadyLoad) -> dict[str, Any]:
     """MirrorMaker 2's start-up and idle cost on the same topics (one regex)."""
     progress(f"MirrorMaker 2: starting, copying {shape.pattern}")
     peer = start_mm2(env, shape.prefix, [shape.pattern], regex=True)
@@ -129,6 +148,7 @@ def run_mm2(env: Env, shape: Shape, args: argparse.Namespace) -> dict[str, Any]:
         result["startup"] = watch_startup(env.target, peer, "MirrorMaker 2", shape.partitions_of("source."),
                                           args.startup_timeout)
         result["idle"] = measure_idle(peer, "MirrorMaker 2", args.idle_seconds)
+        result["quiet"] = quiet_window(peer, "MirrorMaker 2", load, args.quiet_seconds)
     except StepFailed as failure:
         progress(f"  FAILED: {failure}")
         result["error"] = str(failure)
@@ -149,18 +169,27 @@ def table(report: dict[str, Any]) -> str:
     lines = [f"\n=== {s['topics']:,} topics x {s['partitions']} partitions = {s['topics'] * s['partitions']:,} "
              f"partitions; steady load {s['rate']} rec/s; idle window {s['idle_seconds']:.0f} s; "
              f"{report['machine']['cpus']} CPUs ===",
-             f"{'peer':15}{'start-up s':>11}{'CPU %':>8}{'RSS MiB':>9}{'refresh mean s':>16}{'refresh worst s':>17}"
+             f"{'peer':15}{'start-up s':>11}{'CPU %':>8}{'no-load CPU %':>15}{'RSS MiB':>9}"
+             f"{'refresh mean s':>16}{'refresh worst s':>17}"
              f"{'loop turns > 0.1 s':>28}"]
     for key, label in (("mirrorflow", "MirrorFlow"), ("mm2", "MirrorMaker 2")):
         row = report.get(key) or {}
         startup, idle, metrics = row.get("startup") or {}, row.get("idle") or {}, row.get("metrics") or {}
+        quiet = row.get("quiet") or {}
         refresh, turns = metrics.get("refresh") or {}, metrics.get("loop_turns") or {}
         stalls = (f"{turns['over']}/{turns['count']:,}, longest {turns['worst']}" if turns else "-")
         lines.append(f"{label:15}{_s(startup.get('startup_s'), '.1f'):>11}{_s(idle.get('cpu_pct'), '.1f'):>8}"
+                     f"{_s(quiet.get('cpu_pct'), '.1f'):>15}"
                      f"{_s(idle.get('rss_mib'), '.0f'):>9}{_s(refresh.get('mean_s')):>16}"
                      f"{refresh.get('worst', '-'):>17}{stalls:>28}")
         if "error" in row:
             lines.append(f"{'':15}FAILED: {row['error'][:150]}")
+    for key, label in (("mirrorflow", "MirrorFlow"), ("mm2", "MirrorMaker 2")):
+        for window, name in (("idle", "under the load"), ("quiet", "no load")):
+            threads = ((report.get(key) or {}).get(window) or {}).get("threads_cpu_pct") or {}
+            if threads:
+                lines.append(f"{label} busiest threads {name} (% of a core): "
+                             + ", ".join(f"{n} {pct:.1f}" for n, pct in list(threads.items())[:5]))
     control = (report.get("mirrorflow") or {}).get("control") or {}
     lines += _control_lines(control)
     lines.append(f"(run wall time {report['wall_s'] / 60:.1f} min; topics created in {s.get('create_s', 0):.1f} s)")
@@ -175,6 +204,9 @@ def _control_lines(control: dict[str, Any]) -> list[str]:
         lines.append(f"checkpoint: {groups['groups']:,} groups x {groups['partitions_per_group']} partitions "
                      f"(committed in {groups['commit_s']:.1f} s): `mirrorflow checkpoint` {c['wall_s']:.1f} s, "
                      f"exit {c['exit_code']}; {c['first_line'][:100]}")
+        if "checkpoint_dry_run" in groups:
+            d = groups["checkpoint_dry_run"]
+            lines.append(f"checkpoint --dry-run (read and translate only): {d['wall_s']:.1f} s, exit {d['exit_code']}")
     for key, name in (("status", "status"), ("sync_dry_run", "sync --dry-run")):
         if key in control and "wall_s" in control[key]:
             c = control[key]
@@ -197,6 +229,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--groups", type=int, help="consumer groups to checkpoint (default 1000; --quick 100; 0: skip)")
     parser.add_argument("--rate", type=int, default=200, help="steady load, records/s over all partitions")
     parser.add_argument("--idle-seconds", type=float, help="length of the idle window (default 30; --quick 10)")
+    parser.add_argument("--quiet-seconds", type=float,
+                        help="then a window with the load paused (default 15; --quick 5; 0: none)")
     parser.add_argument("--startup-timeout", type=float, default=600, help="seconds a peer may take to start up")
     parser.add_argument("--peers", default="mirrorflow,mm2", help="which peers to run, comma-separated")
     parser.add_argument("--quick", action="store_true", help="100 topics x 4, 100 groups, 10 s idle windows")
@@ -207,6 +241,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.partitions = args.partitions or 4
     args.groups = (100 if args.quick else 1000) if args.groups is None else args.groups
     args.idle_seconds = args.idle_seconds or (10.0 if args.quick else 30.0)
+    args.quiet_seconds = (5.0 if args.quick else 15.0) if args.quiet_seconds is None else args.quiet_seconds
     return args
 
 
@@ -233,9 +268,9 @@ def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
     progress(f"steady load: {args.rate} rec/s over {shape.topics * shape.partitions:,} partitions")
     peers = args.peers.split(",")
     if "mirrorflow" in peers:
-        report["mirrorflow"] = run_mirrorflow(env, shape, args)
+        report["mirrorflow"] = run_mirrorflow(env, shape, args, load)
     if "mm2" in peers:
-        report["mm2"] = run_mm2(env, shape, args)
+        report["mm2"] = run_mm2(env, shape, args, load)
     load.stop()
     report["load"] = {"sent": load.sent, "failed": load.failed}
 

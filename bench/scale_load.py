@@ -9,7 +9,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
-from procs import Child, StepFailed, cpu_seconds, progress, rss_mib
+from procs import Child, StepFailed, cpu_seconds, progress, rss_mib, thread_cpu
 
 CREATE_BATCH = 100  # topics per CreateTopics request
 WATCH_EVERY_S = 0.5
@@ -64,6 +64,7 @@ class SteadyLoad:
     sent: int = 0
     failed: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
+    _paused: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
     def seed(self) -> None:
@@ -77,6 +78,13 @@ class SteadyLoad:
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="steady-load", daemon=True)
         self._thread.start()
+
+    def pause(self, paused: bool) -> None:
+        """Stop writing (``True``) or write again."""
+        if paused:
+            self._paused.set()
+        else:
+            self._paused.clear()
 
     def stop(self) -> None:
         self._stop.set()
@@ -102,7 +110,7 @@ class SteadyLoad:
         per_tick, carry, index = self.rate * tick, 0.0, 0
         next_at = time.monotonic()
         while not self._stop.is_set():
-            carry += per_tick
+            carry = 0.0 if self._paused.is_set() else carry + per_tick
             while carry >= 1:
                 self._send(producer, partitions[index % len(partitions)])
                 index, carry = index + 1, carry - 1
@@ -163,10 +171,10 @@ def _filled(admin: AdminClient, pending: set[tuple[str, int]]) -> set[tuple[str,
 
 
 def measure_idle(peer: Child, label: str, seconds: float, scrape: Any = None) -> dict[str, Any]:
-    """CPU % of one core and RSS of the peer over ``seconds`` (sampled every second); ``scrape()`` is called
-    at both ends (MirrorFlow's metrics) and its two answers kept."""
+    """CPU % of one core and RSS of the peer over ``seconds`` (sampled every second), and the CPU % of its
+    busiest threads; ``scrape()`` is called at both ends (MirrorFlow's metrics) and its two answers kept."""
     before = scrape() if scrape else None
-    cpu0, t0 = cpu_seconds(peer.pid), time.monotonic()
+    cpu0, threads0, t0 = cpu_seconds(peer.pid), thread_cpu(peer.pid), time.monotonic()
     rss: list[float] = []
     while time.monotonic() - t0 < seconds:
         peer.check_alive(f"{label} idle")
@@ -174,12 +182,24 @@ def measure_idle(peer: Child, label: str, seconds: float, scrape: Any = None) ->
         if value is not None:
             rss.append(value)
         time.sleep(1)
-    cpu1, t1 = cpu_seconds(peer.pid), time.monotonic()
+    cpu1, threads1, t1 = cpu_seconds(peer.pid), thread_cpu(peer.pid), time.monotonic()
     if cpu0 is None or cpu1 is None or not rss:
         raise StepFailed(f"{label} idle: cannot read /proc/{peer.pid}")
     result = {"seconds": round(t1 - t0, 1), "cpu_pct": round(100 * (cpu1 - cpu0) / (t1 - t0), 2),
               "rss_mib": round(rss[-1], 1), "rss_mib_max": round(max(rss), 1),
+              "threads_cpu_pct": busiest_threads(threads0, threads1, t1 - t0),
               "metrics_before": before, "metrics_after": scrape() if scrape else None}
-    progress(f"  {label}: idle under the steady load: CPU {result['cpu_pct']:.1f} % of a core over "
-             f"{result['seconds']:.0f} s, RSS {result['rss_mib']:.0f} MiB (max {result['rss_mib_max']:.0f})")
+    busiest = ", ".join(f"{name} {pct:.1f}" for name, pct in list(result["threads_cpu_pct"].items())[:4])
+    progress(f"  {label}: CPU {result['cpu_pct']:.1f} % of a core over {result['seconds']:.0f} s "
+             f"(busiest threads, %: {busiest}), RSS {result['rss_mib']:.0f} MiB (max {result['rss_mib_max']:.0f})")
     return result
+
+
+def busiest_threads(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]],
+                    seconds: float, top: int = 8) -> dict[str, float]:
+    """CPU % of one core per thread name (threads of one name summed) between two samples, busiest first."""
+    by_name: dict[str, float] = {}
+    for tid, (name, cpu) in after.items():
+        by_name[name] = by_name.get(name, 0.0) + cpu - before.get(tid, (name, 0.0))[1]
+    ranked = sorted(by_name.items(), key=lambda item: -item[1])[:top]
+    return {name: round(100 * cpu / seconds, 2) for name, cpu in ranked}
