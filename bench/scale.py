@@ -43,6 +43,7 @@ from procs import Child, StepFailed, progress  # noqa: E402
 from scale_control import GROUP_PREFIX, commit_groups, end_offsets, page_probe, timed_cli  # noqa: E402
 from scale_load import Shape, SteadyLoad, create_topics, measure_idle, watch_startup  # noqa: E402
 from scale_metrics import LOOP_TURN, REFRESH, scrape, since, summary  # noqa: E402
+from scale_profile import Sampler, loop_hotspots  # noqa: E402
 
 from tests.support import free_port, start_pair  # noqa: E402
 
@@ -56,11 +57,14 @@ def run_mirrorflow(env: Env, shape: Shape, args: argparse.Namespace, load: Stead
     route = {"checkpoints": {"groups": [f"{GROUP_PREFIX}.*"]}}
     progress(f"MirrorFlow: starting route bench-{tag} on {shape.pattern} (metrics on port {port})")
     peer = start_mirrorflow(env, tag, [shape.pattern], metrics_port=port, route=route)
+    sampler = Sampler(peer.pid, env.work / "mirrorflow.pyspy.txt") if args.py_spy else None
     result: dict[str, Any] = {}
     try:
         result["startup"] = watch_startup(env.target, peer, "MirrorFlow",
                                           shape.partitions_of(f"{MF_SOURCE_ALIAS}."), args.startup_timeout)
         result["idle"] = measure_idle(peer, "MirrorFlow", args.idle_seconds, scrape=lambda: _scrape(port))
+        if sampler is not None:
+            result["loop_profile"] = _loop_profile(sampler)
         result["metrics"] = _metric_figures(result["idle"])
         result["quiet"] = quiet_window(peer, "MirrorFlow", load, args.quiet_seconds)
         result["control"] = control_plane(env, shape, args, tag)
@@ -68,6 +72,8 @@ def run_mirrorflow(env: Env, shape: Shape, args: argparse.Namespace, load: Stead
         progress(f"  FAILED: {failure}")
         result["error"] = str(failure)
     finally:
+        if sampler is not None:
+            sampler.stop()  # already stopped unless a step failed before the end of the loaded window
         result["exit_code"] = peer.stop(60)
         progress(f"MirrorFlow: stopped (exit code {result['exit_code']}); log {peer.log}")
     return result
@@ -85,6 +91,19 @@ def quiet_window(peer: Child, label: str, load: SteadyLoad, seconds: float) -> d
         return measure_idle(peer, f"{label} (no load)", seconds)
     finally:
         load.pause(False)
+
+
+def _loop_profile(sampler: Sampler) -> dict[str, Any]:
+    """Stop py-spy; the copy loop's busiest call paths from launch to the end of the loaded window."""
+    raw = sampler.stop()
+    if raw is None:
+        progress("  --py-spy: no samples (is py-spy installed and allowed to trace?)")
+        return {"error": "no samples"}
+    total, paths = loop_hotspots(raw)
+    progress(f"  MirrorFlow loop thread, {total:,} samples since launch (py-spy, {sampler.out}); busiest paths:")
+    for count, path in paths:
+        progress(f"    {100 * count / max(total, 1):5.1f} %  {path}")
+    return {"samples": total, "paths": [{"samples": c, "path": p} for c, p in paths], "raw": str(sampler.out)}
 
 
 def _scrape(port: int) -> dict[str, Any] | None:
@@ -233,6 +252,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="then a window with the load paused (default 15; --quick 5; 0: none)")
     parser.add_argument("--startup-timeout", type=float, default=600, help="seconds a peer may take to start up")
     parser.add_argument("--peers", default="mirrorflow,mm2", help="which peers to run, comma-separated")
+    parser.add_argument("--py-spy", action="store_true",
+                        help="sample MirrorFlow with py-spy from launch to the end of the loaded window and print "
+                             "where its copy loop spent the time (adds load to the machine)")
     parser.add_argument("--quick", action="store_true", help="100 topics x 4, 100 groups, 10 s idle windows")
     parser.add_argument("--report", type=Path, help="write every figure to this JSON file")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, cluster data)")
