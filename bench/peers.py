@@ -6,6 +6,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -19,17 +20,33 @@ from replicator.jars import kafka_classpath  # noqa: E402
 MF_SOURCE_ALIAS = "mfsource"  # MirrorFlow's name of the source cluster -> target prefix
 
 
-def start_mirrorflow(env: Env, size: int, topics: list[str]) -> Child:
+def start_mirrorflow(env: Env, size: int | str, topics: list[str], *, metrics_port: int | None = None,
+                     route: dict[str, Any] | None = None) -> Child:
+    """``mirrorflow run`` of this checkout (``python -m``, PYTHONPATH = the repo) on one route ``bench-<size>``;
+    ``route`` adds settings to it (``checkpoints``, say)."""
+    config = mirrorflow_config(env, size, topics, route)
+    metrics = ["--metrics-port", str(metrics_port)] if metrics_port else []
+    return Child("mirrorflow run", [*mirrorflow_cli(), "--log-level", "info", "run", "--config", str(config),
+                                    "--route", f"bench-{size}", *metrics],
+                 env.work / f"mirrorflow-{size}.log", cwd=env.work, env={"PYTHONPATH": str(REPO)})
+
+
+def mirrorflow_config(env: Env, size: int | str, topics: list[str], route: dict[str, Any] | None = None) -> Path:
+    """The config of route ``bench-<size>`` (JSON is YAML), with its SQLite state DB; returns its path."""
     config = env.work / f"mirrorflow-{size}.yaml"
     config.write_text(json.dumps({
         "clusters": {MF_SOURCE_ALIAS: {"bootstrap.servers": env.source},
                      "target": {"bootstrap.servers": env.target}},
-        "routes": [{"name": f"bench-{size}", "source": MF_SOURCE_ALIAS, "target": "target", "topics": topics}],
+        "routes": [{"name": f"bench-{size}", "source": MF_SOURCE_ALIAS, "target": "target", "topics": topics,
+                    **(route or {})}],
         "state": {"url": f"sqlite:///{env.work / f'state-{size}.db'}"},
     }))
-    return Child("mirrorflow run", [str(REPO / ".venv" / "bin" / "mirrorflow"), "--log-level", "info", "run",
-                                    "--config", str(config), "--route", f"bench-{size}"],
-                 env.work / f"mirrorflow-{size}.log", cwd=env.work)
+    return config
+
+
+def mirrorflow_cli() -> list[str]:
+    """The command line of this checkout's CLI (the venv's ``mirrorflow`` script may import another checkout)."""
+    return [str(REPO / ".venv" / "bin" / "python"), "-m", "replicator.cli.main"]
 
 
 MM2_LOG4J = """\
@@ -44,14 +61,15 @@ rootLogger.appenderRef.file.ref = file
 """
 
 
-def start_mm2(env: Env, size: int, topics: list[str]) -> Child:
+def start_mm2(env: Env, size: int | str, topics: list[str], *, regex: bool = False) -> Child:
+    """MM2's dedicated driver copying ``topics`` (names, or regexes with ``regex``) from source to target."""
     tag = f"bench{size}"
     props = {
         "clusters": "source, target",
         "source.bootstrap.servers": env.source,
         "target.bootstrap.servers": env.target,
         "source->target.enabled": "true",
-        "source->target.topics": ", ".join(re.escape(t) for t in topics),
+        "source->target.topics": ", ".join(t if regex else re.escape(t) for t in topics),
         "target->source.enabled": "false",
         # single-node clusters: every topic MM2 creates has one replica
         "replication.factor": "1",

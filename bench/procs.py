@@ -40,16 +40,44 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat(5)
 
 
+def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
+    """Per live thread of the process: its name (comm: librdkafka's ``rdk:broker1``, a JVM's thread names)
+    and its utime+stime in seconds."""
+    threads = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        threads[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / CLK_TCK)
+    return threads
+
+
+def rss_mib(pid: int) -> float | None:
+    """Resident set size of the process (VmRSS of /proc/<pid>/status), in MiB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        return None
+    return None
+
+
 class Child:
     """A child process with its output in a log file; stopped on the way out, always."""
 
     running: ClassVar[list[Child]] = []
 
-    def __init__(self, name: str, args: list[str], log: Path, cwd: Path | None = None) -> None:
+    def __init__(self, name: str, args: list[str], log: Path, cwd: Path | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        """Start ``args``; ``env`` adds to (or overrides) this process's environment."""
         self.name, self.log = name, log
         self._out = open(log, "wb")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(args, stdout=self._out, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, cwd=cwd)
+                                        stdin=subprocess.DEVNULL, cwd=cwd,
+                                        env=None if env is None else {**os.environ, **env})
         Child.running.append(self)
 
     @property

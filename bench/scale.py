@@ -1,0 +1,354 @@
+#!/usr/bin/env python
+"""Scale: MirrorFlow and MirrorMaker 2 on many partitions, and MirrorFlow's control plane at that size.
+
+Run from the repository root::
+
+    .venv/bin/python bench/scale.py --topics 500 --partitions 4 [--groups 1000] [--report scale.json]
+    .venv/bin/python bench/scale.py --quick          # 100 topics x 4, 100 groups, 10 s idle windows
+
+On two fresh single-node KRaft clusters: the source topics are created in batches, every
+partition gets one record, then a producer thread writes a small steady load (200
+records/s over all partitions) until the end. Then, one peer after the other, each
+copying every topic of the shape (one regex):
+
+1. start-up: launch -> every source partition has a record on the target;
+2. idle cost under the steady load: CPU % of one core and RSS of the peer process;
+3. MirrorFlow only: its topic-refresh and loop-turn histograms (``--metrics-port``); then
+   G consumer groups committed on a few topics and ``mirrorflow checkpoint`` timed, and
+   ``mirrorflow status``, ``mirrorflow sync --dry-run`` and the Replication page timed.
+
+Figures only: nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from measure import Env  # noqa: E402
+from peers import MF_SOURCE_ALIAS, start_mirrorflow, start_mm2  # noqa: E402
+from procs import Child, StepFailed, progress  # noqa: E402
+from scale_control import GROUP_PREFIX, commit_groups, end_offsets, page_probe, timed_cli  # noqa: E402
+from scale_load import Shape, SteadyLoad, create_topics, measure_idle, watch_startup  # noqa: E402
+from scale_metrics import LOOP_TURN, REFRESH, scrape, since, summary  # noqa: E402
+from scale_profile import Sampler, loop_hotspots  # noqa: E402
+
+from tests.support import free_port, start_pair  # noqa: E402
+
+GROUP_TOPICS = 4  # the groups commit on this many of the route's topics
+QUIET_SETTLE_S = 3.0  # after pausing the load, before the no-load window
+
+
+def run_mirrorflow(env: Env, shape: Shape, args: argparse.Namespace, load: SteadyLoad) -> dict[str, Any]:
+    """MirrorFlow's start-up, idle cost and histograms; then its control plane while it still runs."""
+    tag, port = shape.prefix, free_port()
+    route = {"checkpoints": {"groups": [f"{GROUP_PREFIX}.*"]}}
+    progress(f"MirrorFlow: starting route bench-{tag} on {shape.pattern} (metrics on port {port})")
+    peer = start_mirrorflow(env, tag, [shape.pattern], metrics_port=port, route=route)
+    sampler = Sampler(peer.pid, env.work / "mirrorflow.pyspy.txt") if args.py_spy else None
+    result: dict[str, Any] = {}
+    try:
+        result["startup"] = watch_startup(env.target, peer, "MirrorFlow",
+                                          shape.partitions_of(f"{MF_SOURCE_ALIAS}."), args.startup_timeout)
+        result["idle"] = measure_idle(peer, "MirrorFlow", args.idle_seconds, scrape=lambda: _scrape(port))
+        if sampler is not None:
+            result["loop_profile"] = _loop_profile(sampler)
+        result["metrics"] = _metric_figures(result["idle"])
+        result["quiet"] = quiet_window(peer, "MirrorFlow", load, args.quiet_seconds)
+        result["control"] = control_plane(env, shape, args, tag)
+    except StepFailed as failure:
+        progress(f"  FAILED: {failure}")
+        result["error"] = str(failure)
+    finally:
+        if sampler is not None:
+            sampler.stop()  # already stopped unless a step failed before the end of the loaded window
+        result["exit_code"] = peer.stop(60)
+        progress(f"MirrorFlow: stopped (exit code {result['exit_code']}); log {peer.log}")
+    return result
+
+
+def quiet_window(peer: Child, label: str, load: SteadyLoad, seconds: float) -> dict[str, Any] | None:
+    """The same figures with the load paused (after a few seconds for what was in flight): the cost of
+    merely holding the partitions."""
+    if not seconds:
+        return None
+    load.pause(True)
+    try:
+        time.sleep(QUIET_SETTLE_S)
+        progress(f"  {label}: load paused")
+        return measure_idle(peer, f"{label} (no load)", seconds)
+    finally:
+        load.pause(False)
+
+
+def _loop_profile(sampler: Sampler) -> dict[str, Any]:
+    """Stop py-spy; the copy loop's busiest call paths from launch to the end of the loaded window."""
+    raw = sampler.stop()
+    if raw is None:
+        progress("  --py-spy: no samples (is py-spy installed and allowed to trace?)")
+        return {"error": "no samples"}
+    total, paths = loop_hotspots(raw)
+    progress(f"  MirrorFlow loop thread, {total:,} samples since launch (py-spy, {sampler.out}); busiest paths:")
+    for count, path in paths:
+        progress(f"    {100 * count / max(total, 1):5.1f} %  {path}")
+    return {"samples": total, "paths": [{"samples": c, "path": p} for c, p in paths], "raw": str(sampler.out)}
+
+
+def _scrape(port: int) -> dict[str, Any] | None:
+    try:
+        return scrape(port)
+    except OSError as exc:
+        progress(f"  cannot scrape the metrics on port {port}: {exc}")
+        return None
+
+
+def _metric_figures(idle: dict[str, Any]) -> dict[str, Any]:
+    after, before = idle.pop("metrics_after"), idle.pop("metrics_before")
+    if after is None:
+        return {"error": "no metrics scraped"}
+    figures = {"refresh": summary(after[REFRESH]), "loop_turns": summary(after[LOOP_TURN]),
+               "loop_turns_idle": summary(since(after[LOOP_TURN], before and before[LOOP_TURN]))}
+    r, t, w = figures["refresh"], figures["loop_turns"], figures["loop_turns_idle"]
+    progress(f"  MirrorFlow metrics since launch: {r['count']} topic refreshes, mean {_s(r['mean_s'])} s, worst "
+             f"{r['worst']} s; {t['count']:,} loop turns, {t['over']} over 0.1 s, longest {t['worst']} s "
+             f"(idle window: {w['count']:,} turns, {w['over']} over 0.1 s, longest {w['worst']} s)")
+    return figures
+
+
+def control_plane(env: Env, shape: Shape, args: argparse.Namespace, tag: str) -> dict[str, Any]:
+    """Groups then ``checkpoint``; ``status``; ``sync --dry-run``; the page (each failure noted, the rest run)."""
+    config, route = str(env.work / f"mirrorflow-{tag}.yaml"), f"bench-{tag}"
+    steps: list[tuple[str, Callable[[], dict[str, Any]]]] = []
+    if args.groups:
+        steps.append(("groups", lambda: _groups_and_checkpoint(env, shape, args.groups, config, route)))
+    steps += [("status", lambda: timed_cli(env.work, "status", ["status", "--config", config, "--route", route])),
+              ("sync_dry_run", lambda: timed_cli(env.work, "sync", ["sync", "--config", config, "--route", route,
+                                                                    "--dry-run"])),
+              ("page", lambda: page_probe(env.work, f"sqlite:///{env.work / f'state-{tag}.db'}", route))]
+    out: dict[str, Any] = {}
+    for name, step in steps:
+        progress(f"MirrorFlow control plane: {name}")
+        try:
+            out[name] = step()
+        except StepFailed as failure:
+            progress(f"  FAILED: {failure}")
+            out[name] = {"error": str(failure)}
+    return out
+
+
+def _groups_and_checkpoint(env: Env, shape: Shape, groups: int, config: str, route: str) -> dict[str, Any]:
+    positions = end_offsets(env.source, shape.names[:GROUP_TOPICS], shape.partitions)
+    result = commit_groups(env.source, groups, positions)
+    # The dry run reads and translates only: the difference is the writing (checkpoints topic, state DB).
+    result["checkpoint_dry_run"] = timed_cli(env.work, "checkpoint-dry-run", ["checkpoint", "--config", config,
+                                                                            "--route", route, "--dry-run"])
+    result["checkpoint"] = timed_cli(env.work, "checkpoint", ["checkpoint", "--config", config, "--route", route])
+    return result
+
+
+def run_mm2(env: Env, shape: Shape, args: argparse.Namespace, load: SteadyLoad) -> dict[str, Any]:
+    """MirrorMaker 2's start-up and idle cost on the same topics (one regex)."""
+    progress(f"MirrorMaker 2: starting, copying {shape.pattern}")
+    peer = start_mm2(env, shape.prefix, [shape.pattern], regex=True)
+    result: dict[str, Any] = {}
+    try:
+        result["startup"] = watch_startup(env.target, peer, "MirrorMaker 2", shape.partitions_of("source."),
+                                          args.startup_timeout)
+        result["idle"] = measure_idle(peer, "MirrorMaker 2", args.idle_seconds)
+        result["quiet"] = quiet_window(peer, "MirrorMaker 2", load, args.quiet_seconds)
+    except StepFailed as failure:
+        progress(f"  FAILED: {failure}")
+        result["error"] = str(failure)
+    finally:
+        result["exit_code"] = peer.stop(60)
+        progress(f"MirrorMaker 2: stopped (exit code {result['exit_code']}); log {peer.log}")
+    return result
+
+
+# -- report ------------------------------------------------------------------------------
+
+def _s(value: float | None, spec: str = ".3f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def table(report: dict[str, Any]) -> str:
+    s = report["settings"]
+    lines = [f"\n=== {s['topics']:,} topics x {s['partitions']} partitions = {s['topics'] * s['partitions']:,} "
+             f"partitions; steady load {s['rate']} rec/s; idle window {s['idle_seconds']:.0f} s; "
+             f"{report['machine']['cpus']} CPUs ===",
+             f"{'peer':15}{'start-up s':>11}{'CPU %':>8}{'no-load CPU %':>15}{'RSS MiB':>9}"
+             f"{'refresh mean s':>16}{'refresh worst s':>17}"
+             f"{'loop turns > 0.1 s':>28}"]
+    for key, label in (("mirrorflow", "MirrorFlow"), ("mm2", "MirrorMaker 2")):
+        row = report.get(key) or {}
+        startup, idle, metrics = row.get("startup") or {}, row.get("idle") or {}, row.get("metrics") or {}
+        quiet = row.get("quiet") or {}
+        refresh, turns = metrics.get("refresh") or {}, metrics.get("loop_turns") or {}
+        stalls = (f"{turns['over']}/{turns['count']:,}, longest {turns['worst']}" if turns else "-")
+        lines.append(f"{label:15}{_s(startup.get('startup_s'), '.1f'):>11}{_s(idle.get('cpu_pct'), '.1f'):>8}"
+                     f"{_s(quiet.get('cpu_pct'), '.1f'):>15}"
+                     f"{_s(idle.get('rss_mib'), '.0f'):>9}{_s(refresh.get('mean_s')):>16}"
+                     f"{refresh.get('worst', '-'):>17}{stalls:>28}")
+        if "error" in row:
+            lines.append(f"{'':15}FAILED: {row['error'][:150]}")
+    for key, label in (("mirrorflow", "MirrorFlow"), ("mm2", "MirrorMaker 2")):
+        for window, name in (("idle", "under the load"), ("quiet", "no load")):
+            threads = ((report.get(key) or {}).get(window) or {}).get("threads_cpu_pct") or {}
+            if threads:
+                lines.append(f"{label} busiest threads {name} (% of a core): "
+                             + ", ".join(f"{n} {pct:.1f}" for n, pct in list(threads.items())[:5]))
+    control = (report.get("mirrorflow") or {}).get("control") or {}
+    lines += _control_lines(control)
+    lines.append(f"(run wall time {report['wall_s'] / 60:.1f} min; topics created in {s.get('create_s', 0):.1f} s)")
+    return "\n".join(lines)
+
+
+def _control_lines(control: dict[str, Any]) -> list[str]:
+    lines = []
+    groups = control.get("groups") or {}
+    if "checkpoint" in groups:
+        c = groups["checkpoint"]
+        lines.append(f"checkpoint: {groups['groups']:,} groups x {groups['partitions_per_group']} partitions "
+                     f"(committed in {groups['commit_s']:.1f} s): `mirrorflow checkpoint` {c['wall_s']:.1f} s, "
+                     f"exit {c['exit_code']}; {c['first_line'][:100]}")
+        if "checkpoint_dry_run" in groups:
+            d = groups["checkpoint_dry_run"]
+            lines.append(f"checkpoint --dry-run (read and translate only): {d['wall_s']:.1f} s, exit {d['exit_code']}")
+    for key, name in (("status", "status"), ("sync_dry_run", "sync --dry-run")):
+        if key in control and "wall_s" in control[key]:
+            c = control[key]
+            lines.append(f"{name}: {c['wall_s']:.1f} s, exit {c['exit_code']}, {c['stdout_lines']:,} lines")
+    page = control.get("page") or {}
+    if "page" in page:
+        lines.append(f"Replication page: HTML {page['page']['status']} in {page['page']['seconds']:.2f} s "
+                     f"({page['page']['bytes']:,} B), JSON {page['json']['status']} in {page['json']['seconds']:.2f} s "
+                     f"({page['json']['bytes']:,} B)")
+    lines += [f"{key}: FAILED: {value['error'][:150]}" for key, value in control.items() if "error" in value]
+    return lines
+
+
+# -- the run -----------------------------------------------------------------------------
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--topics", type=int, help="source topics (default 500; --quick 100)")
+    parser.add_argument("--partitions", type=int, help="partitions per topic (default 4)")
+    parser.add_argument("--groups", type=int, help="consumer groups to checkpoint (default 1000; --quick 100; 0: skip)")
+    parser.add_argument("--rate", type=int, default=200, help="steady load, records/s over all partitions")
+    parser.add_argument("--idle-seconds", type=float, help="length of the idle window (default 30; --quick 10)")
+    parser.add_argument("--quiet-seconds", type=float,
+                        help="then a window with the load paused (default 15; --quick 5; 0: none)")
+    parser.add_argument("--startup-timeout", type=float, default=600, help="seconds a peer may take to start up")
+    parser.add_argument("--peers", default="mirrorflow,mm2", help="which peers to run, comma-separated")
+    parser.add_argument("--py-spy", action="store_true",
+                        help="sample MirrorFlow with py-spy from launch to the end of the loaded window and print "
+                             "where its copy loop spent the time (adds load to the machine)")
+    parser.add_argument("--quick", action="store_true", help="100 topics x 4, 100 groups, 10 s idle windows")
+    parser.add_argument("--report", type=Path, help="write every figure to this JSON file")
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, cluster data)")
+    args = parser.parse_args(argv)
+    args.topics = args.topics or (100 if args.quick else 500)
+    args.partitions = args.partitions or 4
+    args.groups = (100 if args.quick else 1000) if args.groups is None else args.groups
+    args.idle_seconds = args.idle_seconds or (10.0 if args.quick else 30.0)
+    args.quiet_seconds = (5.0 if args.quick else 15.0) if args.quiet_seconds is None else args.quiet_seconds
+    return args
+
+
+def machine() -> dict[str, Any]:
+    meminfo = Path("/proc/meminfo").read_text().split()
+    return {"cpus": os.cpu_count(), "mem_total_gib": round(int(meminfo[meminfo.index("MemTotal:") + 1]) / 2**20, 1),
+            "loadavg_at_start": Path("/proc/loadavg").read_text().split()[:3]}
+
+
+def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Clusters, topics, load, then each peer; the caller stops what is left running."""
+    shape = Shape(f"scale{args.topics}x{args.partitions}", args.topics, args.partitions)
+    ports = {"source": free_port(), "target": free_port()}
+    while ports["target"] in (ports["source"], ports["source"] + 1) or ports["source"] == ports["target"] + 1:
+        ports["target"] = free_port()
+    progress(f"starting clusters source=127.0.0.1:{ports['source']} target=127.0.0.1:{ports['target']} (heap 1g)")
+    report["_clusters"] = start_pair(work / "clusters", ports, heap="1g")
+    env = Env(work, *(c.spec.bootstrap_servers for c in report["_clusters"]), records=0, latency_seconds=0)
+    progress(f"creating {shape.topics:,} topics x {shape.partitions} partitions ({shape.pattern})")
+    report["settings"]["create_s"] = round(create_topics(env.source, shape), 1)
+    load = report["_load"] = SteadyLoad(env.source, shape, args.rate)
+    load.seed()
+    load.start()
+    progress(f"steady load: {args.rate} rec/s over {shape.topics * shape.partitions:,} partitions")
+    peers = args.peers.split(",")
+    if "mirrorflow" in peers:
+        report["mirrorflow"] = run_mirrorflow(env, shape, args, load)
+    if "mm2" in peers:
+        report["mm2"] = run_mm2(env, shape, args, load)
+    load.stop()
+    report["load"] = {"sent": load.sent, "failed": load.failed}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+
+    def on_sigterm(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    work = Path(tempfile.mkdtemp(prefix="mirrorflow-scale-"))
+    started = time.monotonic()
+    report: dict[str, Any] = {"settings": {k: v for k, v in vars(args).items() if k != "report"} | {"work": str(work)},
+                              "machine": machine()}
+    report["settings"]["keep"] = args.keep
+    progress(f"work dir {work}; {args.topics:,} topics x {args.partitions}, {args.groups:,} groups")
+    failed = False
+    try:
+        bench(work, args, report)
+    except KeyboardInterrupt:
+        progress("interrupted: cleaning up")
+        failed = True
+    except Exception as exc:  # noqa: BLE001 - reported, then cleaned up
+        progress(f"FAILED: {type(exc).__name__}: {exc}")
+        report["error"] = f"{type(exc).__name__}: {exc}"
+        failed = True
+    finally:
+        _tear_down(report)
+    report["wall_s"] = round(time.monotonic() - started, 1)
+    failed |= any("error" in (report.get(k) or {}) for k in ("mirrorflow", "mm2"))
+    if "settings" in report:
+        print(table(report))
+    if args.report:
+        args.report.write_text(json.dumps(report, indent=2, default=str))
+        print(f"\nreport: {args.report}")
+    if failed or args.keep:
+        print(f"logs kept in {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failed else 0
+
+
+def _tear_down(report: dict[str, Any]) -> None:
+    load = report.pop("_load", None)
+    if load is not None:
+        load.stop()
+    for child in list(Child.running):
+        child.stop(20)
+    for cluster in report.pop("_clusters", []):
+        try:
+            cluster.stop()
+        except Exception as exc:  # noqa: BLE001
+            progress(f"could not stop cluster {cluster.spec.name}: {exc}")
+    progress("clusters stopped")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""The scale bench's MirrorFlow-only parts: many consumer groups checkpointed, and the control plane's
+commands (status, sync --dry-run, the Replication page) timed at that size."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+from peers import REPO, mirrorflow_cli
+from procs import StepFailed, progress
+
+GROUP_PREFIX = "scale-g"
+COMMIT_THREADS = 8
+COMMAND_TIMEOUT_S = 900.0
+
+
+def commit_groups(bootstrap: str, groups: int, partitions: list[TopicPartition]) -> dict[str, Any]:
+    """Commit ``partitions`` (offsets set) for ``groups`` groups ``scale-g0000``..., a consumer per group
+    that never subscribes (so never joins), several at once."""
+    names = [f"{GROUP_PREFIX}{i:04d}" for i in range(groups)]
+
+    def commit(group: str) -> None:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": "false"})
+        try:
+            consumer.commit(offsets=partitions, asynchronous=False)
+        finally:
+            consumer.close()
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(COMMIT_THREADS) as pool:
+        for done, _ in enumerate(pool.map(commit, names), 1):
+            if done % 250 == 0:
+                progress(f"  committed {done:,}/{groups:,} groups")
+    seconds = time.monotonic() - started
+    progress(f"  {groups:,} groups committed on {len(partitions)} partitions in {seconds:.1f} s")
+    return {"groups": groups, "partitions_per_group": len(partitions), "commit_s": round(seconds, 2)}
+
+
+def end_offsets(bootstrap: str, topics: list[str], partitions: int) -> list[TopicPartition]:
+    """The source end offsets of ``topics`` (to commit as the groups' positions)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watermarks"})
+    try:
+        return [TopicPartition(t, p, consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[1])
+                for t in topics for p in range(partitions)]
+    finally:
+        consumer.close()
+
+
+def timed_cli(work: Path, name: str, args: list[str]) -> dict[str, Any]:
+    """Run ``mirrorflow <args>`` of this checkout to completion; wall seconds, exit code, what it printed."""
+    log = work / f"cli-{name}.log"
+    started = time.monotonic()
+    try:
+        done = subprocess.run([*mirrorflow_cli(), *args], capture_output=True, text=True, cwd=work,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=COMMAND_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise StepFailed(f"mirrorflow {name}: no result after {COMMAND_TIMEOUT_S:.0f} s") from exc
+    seconds = time.monotonic() - started
+    log.write_text(done.stdout + done.stderr)
+    lines = done.stdout.splitlines()
+    result = {"command": "mirrorflow " + " ".join(args), "wall_s": round(seconds, 2), "exit_code": done.returncode,
+              "stdout_lines": len(lines), "first_line": lines[0] if lines else "",
+              "stderr_tail": done.stderr.strip().splitlines()[-5:], "log": str(log)}
+    progress(f"  mirrorflow {name}: {seconds:.1f} s, exit {done.returncode}, {len(lines):,} lines"
+             + (f"; {lines[0][:120]}" if lines else "")
+             + (f"; stderr: {result['stderr_tail'][-1][:200]}" if result["stderr_tail"] else ""))
+    return result
+
+
+def page_probe(work: Path, state_url: str, route: str) -> dict[str, Any]:
+    """One GET of the Replication page and one of its JSON (bench/scale_page.py in its own process)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "AIRFLOW_HOME": str(work / "airflow"),
+           "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
+    started = time.monotonic()
+    try:
+        done = subprocess.run([*mirrorflow_cli()[:1], str(REPO / "bench" / "scale_page.py"), state_url, route],
+                              capture_output=True, text=True, cwd=work, env=env, timeout=COMMAND_TIMEOUT_S,
+                              check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise StepFailed(f"replication page: no answer after {COMMAND_TIMEOUT_S:.0f} s") from exc
+    (work / "page-probe.log").write_text(done.stdout + done.stderr)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise StepFailed(f"replication page probe: exit {done.returncode}; see {work / 'page-probe.log'}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    result["process_wall_s"] = round(time.monotonic() - started, 2)
+    progress(f"  replication page: HTML {result['page']['status']} in {result['page']['seconds']:.2f} s "
+             f"({result['page']['bytes']:,} B), JSON {result['json']['status']} in {result['json']['seconds']:.2f} s "
+             f"({result['json']['bytes']:,} B); Airflow import {result['import_s']:.1f} s")
+    return result
