@@ -18,9 +18,8 @@ from replicator.domain.naming import group_id
 CONSUMER_DEFAULTS = {
     "auto.commit.interval.ms": "250",  # the window of duplicates after a crash
     "fetch.min.bytes": "1",
-    "fetch.wait.max.ms": "50",
+    "fetch.wait.max.ms": "500",
     "queued.max.messages.kbytes": "65536",
-    "statistics.interval.ms": "5000",  # feeds the per-partition lag gauge
 }
 PRODUCER_DEFAULTS = {
     "linger.ms": "5",
