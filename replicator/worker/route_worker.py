@@ -438,7 +438,6 @@ class RouteWorker(GroupMember):
     def _on_target_error(self, error: KafkaError) -> None:
         self.failure = self.links.error("target", error) or self.failure
 
-    @shielded("statistics")
     def _publish_lag(self) -> None:
         """Every few seconds, each owned partition's lag: the log end the consumer last saw (no request)
         minus where the route resumes. Not from librdkafka's statistics: their JSON, parsed on the loop,
