@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -171,3 +172,13 @@ def percentile(sorted_values: list[float], q: float) -> float | None:
     index = min(len(sorted_values) - 1, max(0, round(q / 100 * len(sorted_values)) - 1))
     return sorted_values[index]
 
+
+
+def exit_code(work: Path, failed: bool, keep: bool) -> int:
+    """The end of a bench run: its temp dir kept (and named) when a step failed or ``--keep``, else
+    removed; exit 1 when a step failed."""
+    if failed or keep:
+        print(f"logs kept in {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if failed else 0

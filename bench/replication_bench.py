@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import sys
 import tempfile
@@ -45,7 +44,7 @@ sys.path.insert(0, str(REPO))
 
 from measure import PARTITIONS, Env, measure_latency, raw_consumer, raw_producer, watch_copy  # noqa: E402
 from peers import MF_SOURCE_ALIAS, start_mirrorflow, start_mm2  # noqa: E402
-from procs import Child, StepFailed, progress  # noqa: E402
+from procs import Child, StepFailed, exit_code, progress  # noqa: E402
 
 from replicator.kafka.admin import create_topics  # noqa: E402
 from tests.support import free_port, start_pair  # noqa: E402
@@ -223,11 +222,7 @@ def main() -> int:
         path.write_text(json.dumps({"records": records, "sizes": sizes, "latency_seconds": latency_seconds,
                                     "machine": {"cpus": os.cpu_count()}, "results": results}, indent=2))
         print(f"\nresults: {path}")
-    if failed or args.keep:
-        print(f"logs kept in {work}")
-    else:
-        shutil.rmtree(work, ignore_errors=True)
-    return 1 if failed else 0
+    return exit_code(work, failed, args.keep)
 
 
 if __name__ == "__main__":

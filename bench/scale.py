@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import sys
 import tempfile
@@ -39,7 +38,7 @@ sys.path.insert(0, str(REPO))
 
 from measure import Env  # noqa: E402
 from peers import MF_SOURCE_ALIAS, start_mirrorflow, start_mm2  # noqa: E402
-from procs import Child, StepFailed, progress  # noqa: E402
+from procs import Child, StepFailed, exit_code, progress  # noqa: E402
 from scale_control import GROUP_PREFIX, commit_groups, end_offsets, page_probe, timed_cli  # noqa: E402
 from scale_load import Shape, SteadyLoad, create_topics, measure_idle, watch_startup  # noqa: E402
 from scale_metrics import LOOP_TURN, REFRESH, scrape, since, summary  # noqa: E402
@@ -329,11 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         args.report.write_text(json.dumps(report, indent=2, default=str))
         print(f"\nreport: {args.report}")
-    if failed or args.keep:
-        print(f"logs kept in {work}")
-    else:
-        shutil.rmtree(work, ignore_errors=True)
-    return 1 if failed else 0
+    return exit_code(work, failed, args.keep)
 
 
 def _tear_down(report: dict[str, Any]) -> None:
