@@ -54,11 +54,29 @@ def variants(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """MirrorFlow's route overrides per variant name (``default``: none)."""
     consumer = {"consumer": {"queued.max.messages.kbytes": str(args.consumer_kbytes)}}
     producer = {"producer": {"queue.buffering.max.messages": str(args.producer_messages)}}
-    known = {"default": {}, "consumer": consumer, "producer": producer, "both": consumer | producer}
+    min_messages = {"consumer": {"queued.min.messages": str(args.queued_min_messages)}}
+    tight = {"consumer": consumer["consumer"] | min_messages["consumer"]} | producer
+    backoff = {"fetch.queue.backoff.ms": str(args.fetch_backoff_ms)}
+    known = {"default": {}, "consumer": consumer, "producer": producer, "both": consumer | producer,
+             "minmsgs": min_messages, "tight": tight, "backoff": {"consumer": backoff},
+             "minbackoff": {"consumer": min_messages["consumer"] | backoff}} | dict(parse_variant(v) for v in args.variant)
     unknown = [name for name in args.mf_variants if name not in known]
     if unknown:
         raise SystemExit(f"unknown --mf-variants {unknown}; known: {', '.join(known)}")
     return {name: known[name] for name in args.mf_variants}
+
+
+def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
+    """``NAME=consumer.KEY=VALUE,producer.KEY=VALUE...`` -> (NAME, the route's consumer/producer overrides)."""
+    name, _, settings = text.partition("=")
+    route: dict[str, dict[str, str]] = {}
+    for item in filter(None, settings.split(",")):
+        client, _, key_value = item.partition(".")
+        key, _, value = key_value.partition("=")
+        if client not in ("consumer", "producer") or not key or not value:
+            raise SystemExit(f"--variant {text!r}: expected NAME=consumer.KEY=VALUE,producer.KEY=VALUE...")
+        route.setdefault(client, {})[key] = value
+    return name, route
 
 
 def run_peer(env: Env, args: argparse.Namespace, label: str, prefix: str, launch: Any) -> dict[str, Any]:
@@ -82,6 +100,7 @@ def run_peer(env: Env, args: argparse.Namespace, label: str, prefix: str, launch
         result["during"] = window(reader.samples, drain["first_ms"], drain["done_ms"])
         result["after"] = window(reader.samples, drain["done_ms"], drain["done_ms"] + args.after * 1000)
         progress(f"  {label}: small topics during the drain {_lat(result['during'])}; after {_lat(result['after'])}")
+        progress(f"  {label}: worst latency per second of the drain (ms): {result['during']['max_ms_per_second']}")
     except StepFailed as failure:
         progress(f"  FAILED: {failure}")
         result["error"] = str(failure)
@@ -195,13 +214,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--small", type=int, default=10, help="small topics (one partition each)")
     parser.add_argument("--small-rate", type=int, default=50, help="records/s written to each small topic")
     parser.add_argument("--after", type=float, default=5.0, help="seconds of the window after the drain")
-    parser.add_argument("--mf-variants", default="default,consumer,producer,both",
+    parser.add_argument("--mf-variants", default="default,consumer,producer,both,minmsgs,backoff,minbackoff",
                         help="MirrorFlow runs, comma-separated: default (no override), consumer "
-                             "(queued.max.messages.kbytes), producer (queue.buffering.max.messages), both")
+                             "(queued.max.messages.kbytes), producer (queue.buffering.max.messages), both, "
+                             "minmsgs (queued.min.messages), tight (consumer+producer+minmsgs), backoff "
+                             "(fetch.queue.backoff.ms), minbackoff (minmsgs+backoff), or one of --variant")
     parser.add_argument("--consumer-kbytes", type=int, default=8192,
                         help="queued.max.messages.kbytes of the consumer and both variants (default today 65536)")
     parser.add_argument("--producer-messages", type=int, default=20000,
                         help="queue.buffering.max.messages of the producer and both variants (default today 200000)")
+    parser.add_argument("--queued-min-messages", type=int, default=10000,
+                        help="queued.min.messages of the minmsgs and tight variants (librdkafka's default 100000)")
+    parser.add_argument("--fetch-backoff-ms", type=int, default=20,
+                        help="fetch.queue.backoff.ms of the backoff and minbackoff variants (librdkafka's default 1000)")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=consumer.KEY=V,producer.KEY=V",
+                        help="define a MirrorFlow variant of route overrides (repeatable); run it by naming it "
+                             "in --mf-variants")
     parser.add_argument("--no-mm2", action="store_true", help="skip MirrorMaker 2")
     parser.add_argument("--quick", action="store_true", help="a backlog of 200,000 records")
     parser.add_argument("--report", type=Path, help="write every figure to this JSON file")

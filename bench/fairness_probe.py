@@ -58,10 +58,17 @@ class LatencyReader:
 
 
 def window(samples: list[tuple[int, float]], start_ms: float, end_ms: float) -> dict[str, Any]:
-    """Count and p50/p99/max latency (ms) of the records created in [start_ms, end_ms)."""
-    latencies = sorted(lat for created, lat in samples if start_ms <= created < end_ms)
+    """Count and p50/p99/max latency (ms) of the records created in [start_ms, end_ms), and the max per
+    second of CreateTime (flat: a standing queue; rising: a queue that fills)."""
+    inside = [(created, lat) for created, lat in samples if start_ms <= created < end_ms]
+    latencies = sorted(lat for _, lat in inside)
+    by_second: dict[int, float] = {}
+    for created, lat in inside:
+        second = int((created - start_ms) // 1000)
+        by_second[second] = max(lat, by_second.get(second, 0.0))
     return {"records": len(latencies), "p50_ms": percentile(latencies, 50), "p99_ms": percentile(latencies, 99),
-            "max_ms": latencies[-1] if latencies else None}
+            "max_ms": latencies[-1] if latencies else None,
+            "max_ms_per_second": [round(v) for _, v in sorted(by_second.items())]}
 
 
 def recent_max(samples: list[tuple[int, float]], seconds: float) -> float | None:
