@@ -59,7 +59,8 @@ def variants(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     backoff = {"fetch.queue.backoff.ms": str(args.fetch_backoff_ms)}
     known = {"default": {}, "consumer": consumer, "producer": producer, "both": consumer | producer,
              "minmsgs": min_messages, "tight": tight, "backoff": {"consumer": backoff},
-             "minbackoff": {"consumer": min_messages["consumer"] | backoff}} | dict(parse_variant(v) for v in args.variant)
+             "minbackoff": {"consumer": min_messages["consumer"] | backoff}}
+    known |= dict(parse_variant(v) for v in args.variant)
     unknown = [name for name in args.mf_variants if name not in known]
     if unknown:
         raise SystemExit(f"unknown --mf-variants {unknown}; known: {', '.join(known)}")
@@ -226,7 +227,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--queued-min-messages", type=int, default=10000,
                         help="queued.min.messages of the minmsgs and tight variants (librdkafka's default 100000)")
     parser.add_argument("--fetch-backoff-ms", type=int, default=20,
-                        help="fetch.queue.backoff.ms of the backoff and minbackoff variants (librdkafka's default 1000)")
+                        help="fetch.queue.backoff.ms of the backoff and minbackoff variants (librdkafka's: 1000)")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=consumer.KEY=V,producer.KEY=V",
                         help="define a MirrorFlow variant of route overrides (repeatable); run it by naming it "
                              "in --mf-variants")
