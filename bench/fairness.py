@@ -180,6 +180,10 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
+def _f(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
 def _lat(w: dict[str, Any]) -> str:
     return f"p50 {_ms(w['p50_ms'])} / p99 {_ms(w['p99_ms'])} / max {_ms(w['max_ms'])} ms ({w['records']:,} records)"
 
@@ -194,9 +198,10 @@ def table(report: dict[str, Any]) -> str:
     for run in report["runs"]:
         drain, during, after = run.get("drain") or {}, run.get("during") or {}, run.get("after") or {}
         row = f"{run['label']:24}"
-        row += f"{drain.get('startup_s', '-'):>11}{drain.get('drain_s', '-'):>9}{_ms(drain.get('records_per_s')):>13}"
-        for w in (during, after):
-            row += f"{w.get('records', '-'):>11}" if w is during else f"{w.get('records', '-'):>10}"
+        row += f"{_f(drain.get('startup_s'), '.1f'):>11}{_f(drain.get('drain_s'), '.2f'):>9}"
+        row += f"{_ms(drain.get('records_per_s')):>13}"
+        for w, width in ((during, 11), (after, 10)):
+            row += f"{_ms(w.get('records')):>{width}}"
             row += "".join(f"{_ms(w.get(k)):>9}" for k in ("p50_ms", "p99_ms", "max_ms"))
         lines.append(row)
         if "error" in run:
