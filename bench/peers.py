@@ -21,23 +21,24 @@ MF_SOURCE_ALIAS = "mfsource"  # MirrorFlow's name of the source cluster -> targe
 
 
 def start_mirrorflow(env: Env, size: int | str, topics: list[str], *, metrics_port: int | None = None,
-                     route: dict[str, Any] | None = None) -> Child:
+                     route: dict[str, Any] | None = None, alias: str = MF_SOURCE_ALIAS) -> Child:
     """``mirrorflow run`` of this checkout (``python -m``, PYTHONPATH = the repo) on one route ``bench-<size>``;
-    ``route`` adds settings to it (``checkpoints``, say)."""
-    config = mirrorflow_config(env, size, topics, route)
+    ``route`` adds settings to it (``checkpoints``, say); ``alias`` names the source cluster (the target prefix)."""
+    config = mirrorflow_config(env, size, topics, route, alias)
     metrics = ["--metrics-port", str(metrics_port)] if metrics_port else []
     return Child("mirrorflow run", [*mirrorflow_cli(), "--log-level", "info", "run", "--config", str(config),
                                     "--route", f"bench-{size}", *metrics],
                  env.work / f"mirrorflow-{size}.log", cwd=env.work, env={"PYTHONPATH": str(REPO)})
 
 
-def mirrorflow_config(env: Env, size: int | str, topics: list[str], route: dict[str, Any] | None = None) -> Path:
+def mirrorflow_config(env: Env, size: int | str, topics: list[str], route: dict[str, Any] | None = None,
+                      alias: str = MF_SOURCE_ALIAS) -> Path:
     """The config of route ``bench-<size>`` (JSON is YAML), with its SQLite state DB; returns its path."""
     config = env.work / f"mirrorflow-{size}.yaml"
     config.write_text(json.dumps({
-        "clusters": {MF_SOURCE_ALIAS: {"bootstrap.servers": env.source},
+        "clusters": {alias: {"bootstrap.servers": env.source},
                      "target": {"bootstrap.servers": env.target}},
-        "routes": [{"name": f"bench-{size}", "source": MF_SOURCE_ALIAS, "target": "target", "topics": topics,
+        "routes": [{"name": f"bench-{size}", "source": alias, "target": "target", "topics": topics,
                     **(route or {})}],
         "state": {"url": f"sqlite:///{env.work / f'state-{size}.db'}"},
     }))
