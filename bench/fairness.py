@@ -23,9 +23,6 @@ Figures only: nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -36,10 +33,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from confluent_kafka import TopicPartition  # noqa: E402
-from fairness_probe import LatencyReader, create_topics, recent_max, window  # noqa: E402
+from fairness_probe import LatencyReader, recent_max, window  # noqa: E402
 from measure import Env, raw_producer  # noqa: E402
 from peers import start_mirrorflow, start_mm2  # noqa: E402
-from procs import POLL_S, Child, Offsets, StepFailed, progress  # noqa: E402
+from procs import POLL_S, Child, Offsets, StepFailed, create_topics, progress, run_bench, tear_down  # noqa: E402
 from scale import machine  # noqa: E402
 from scale_load import Shape, SteadyLoad  # noqa: E402
 
@@ -270,49 +267,14 @@ def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
 
-    def on_sigterm(*_: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_sigterm)
     work = Path(tempfile.mkdtemp(prefix="mirrorflow-fairness-"))
-    started = time.monotonic()
     report: dict[str, Any] = {"settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
                               | {"work": str(work)}, "machine": machine(), "runs": []}
     progress(f"work dir {work}; backlog {args.backlog:,}; MirrorFlow variants {args.mf_variants}")
-    failed = False
-    try:
-        bench(work, args, report)
-    except KeyboardInterrupt:
-        progress("interrupted: cleaning up")
-        failed = True
-    except Exception as exc:  # noqa: BLE001 - reported, then cleaned up
-        progress(f"FAILED: {type(exc).__name__}: {exc}")
-        report["error"] = f"{type(exc).__name__}: {exc}"
-        failed = True
-    finally:
-        tear_down(report)
-    report["wall_s"] = round(time.monotonic() - started, 1)
-    failed |= any("error" in run for run in report["runs"])
-    print(table(report))
-    if args.report:
-        args.report.write_text(json.dumps(report, indent=2, default=str))
-        print(f"\nreport: {args.report}")
-    if failed or args.keep:
-        print(f"logs kept in {work}")
-    else:
-        shutil.rmtree(work, ignore_errors=True)
-    return 1 if failed else 0
+    return run_bench(work, report, lambda: bench(work, args, report), lambda: tear_down(report),
+                     lambda: any("error" in run for run in report["runs"]), lambda: table(report), args.keep,
+                     args.report)
 
-
-def tear_down(report: dict[str, Any]) -> None:
-    for child in list(Child.running):
-        child.stop(20)
-    for cluster in report.pop("_clusters", []):
-        try:
-            cluster.stop()
-        except Exception as exc:  # noqa: BLE001
-            progress(f"could not stop cluster {cluster.spec.name}: {exc}")
-    progress("clusters stopped")
 
 
 if __name__ == "__main__":

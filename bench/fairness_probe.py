@@ -6,21 +6,8 @@ import threading
 import time
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
-from procs import StepFailed, percentile
-
-
-def create_topics(bootstrap: str, partitions: dict[str, int]) -> None:
-    """Create each topic with its partition count (one replica); one that exists already is fine."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    new = [NewTopic(name, num_partitions=count, replication_factor=1) for name, count in partitions.items()]
-    for name, future in admin.create_topics(new, request_timeout=60).items():
-        try:
-            future.result()
-        except KafkaException as exc:
-            if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
-                raise StepFailed(f"creating topic {name}: {exc}") from exc
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from procs import percentile
 
 
 class LatencyReader:

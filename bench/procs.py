@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -182,3 +185,69 @@ def exit_code(work: Path, failed: bool, keep: bool) -> int:
     else:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if failed else 0
+
+
+def create_topics(bootstrap: str, partitions: dict[str, int], batch: int = 100) -> float:
+    """Create each topic with its partition count, ``batch`` per request (replicator.kafka.admin's, which
+    takes "already exists" as done); returns the seconds it took."""
+    from replicator.kafka.admin import admin_client
+    from replicator.kafka.admin import create_topics as create
+
+    admin = admin_client(bootstrap)
+    started = time.monotonic()
+    names = list(partitions)
+    for start in range(0, len(names), batch):
+        create(admin, {n: partitions[n] for n in names[start:start + batch]}, timeout=60)
+        if len(names) > batch:
+            progress(f"  created {min(start + batch, len(names)):,}/{len(names):,} topics")
+    return time.monotonic() - started
+
+
+def run_bench(work: Path, report: dict[str, Any], body: Callable[[], None], tear_down: Callable[[], None],
+              step_failed: Callable[[], bool], summary: Callable[[], str | None], keep: bool,
+              report_path: Path | None) -> int:
+    """Run a bench's ``body`` (SIGTERM and Ctrl-C clean up too), then ``tear_down``; print ``summary()``,
+    write the report, keep or remove ``work``. Exit 1 when the body raised or ``step_failed()``."""
+    def on_sigterm(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    started = time.monotonic()
+    failed = False
+    try:
+        body()
+    except KeyboardInterrupt:
+        progress("interrupted: cleaning up")
+        failed = True
+    except Exception as exc:  # noqa: BLE001 - reported, then cleaned up
+        progress(f"FAILED: {type(exc).__name__}: {exc}")
+        report["error"] = f"{type(exc).__name__}: {exc}"
+        failed = True
+    finally:
+        tear_down()
+    report["wall_s"] = round(time.monotonic() - started, 1)
+    failed |= step_failed()
+    shown = summary()
+    if shown is not None:
+        print(shown)
+    if report_path is not None:
+        report_path.write_text(json.dumps(report, indent=2, default=str))
+        print(f"\nreport: {report_path}")
+    return exit_code(work, failed, keep)
+
+
+
+def tear_down(report: dict[str, Any]) -> None:
+    """Stop what a bench started, newest first: its load (``report["_load"]``), every child process still
+    running, its clusters (``report["_clusters"]``); the keys are taken out of the report."""
+    load = report.pop("_load", None)
+    if load is not None:
+        load.stop()
+    for child in list(Child.running):
+        child.stop(20)
+    for cluster in report.pop("_clusters", []):
+        try:
+            cluster.stop()
+        except Exception as exc:  # noqa: BLE001 - the others are still stopped
+            progress(f"could not stop cluster {cluster.spec.name}: {exc}")
+    progress("clusters stopped")

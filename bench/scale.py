@@ -23,9 +23,7 @@ Figures only: nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -38,9 +36,9 @@ sys.path.insert(0, str(REPO))
 
 from measure import Env  # noqa: E402
 from peers import MF_SOURCE_ALIAS, start_mirrorflow, start_mm2  # noqa: E402
-from procs import Child, StepFailed, exit_code, progress  # noqa: E402
+from procs import Child, StepFailed, progress, run_bench, tear_down  # noqa: E402
 from scale_control import GROUP_PREFIX, commit_groups, end_offsets, page_probe, timed_cli  # noqa: E402
-from scale_load import Shape, SteadyLoad, create_topics, measure_idle, watch_startup  # noqa: E402
+from scale_load import Shape, SteadyLoad, create_shape, measure_idle, watch_startup  # noqa: E402
 from scale_metrics import LOOP_TURN, REFRESH, scrape, since, summary  # noqa: E402
 from scale_profile import Sampler, loop_hotspots  # noqa: E402
 
@@ -282,7 +280,7 @@ def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
     report["_clusters"] = start_pair(work / "clusters", ports, heap="1g")
     env = Env(work, *(c.spec.bootstrap_servers for c in report["_clusters"]), records=0, latency_seconds=0)
     progress(f"creating {shape.topics:,} topics x {shape.partitions} partitions ({shape.pattern})")
-    report["settings"]["create_s"] = round(create_topics(env.source, shape), 1)
+    report["settings"]["create_s"] = round(create_shape(env.source, shape), 1)
     load = report["_load"] = SteadyLoad(env.source, shape, args.rate)
     load.seed()
     load.start()
@@ -299,50 +297,15 @@ def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
 
-    def on_sigterm(*_: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_sigterm)
     work = Path(tempfile.mkdtemp(prefix="mirrorflow-scale-"))
-    started = time.monotonic()
     report: dict[str, Any] = {"settings": {k: v for k, v in vars(args).items() if k != "report"} | {"work": str(work)},
                               "machine": machine()}
     report["settings"]["keep"] = args.keep
     progress(f"work dir {work}; {args.topics:,} topics x {args.partitions}, {args.groups:,} groups")
-    failed = False
-    try:
-        bench(work, args, report)
-    except KeyboardInterrupt:
-        progress("interrupted: cleaning up")
-        failed = True
-    except Exception as exc:  # noqa: BLE001 - reported, then cleaned up
-        progress(f"FAILED: {type(exc).__name__}: {exc}")
-        report["error"] = f"{type(exc).__name__}: {exc}"
-        failed = True
-    finally:
-        _tear_down(report)
-    report["wall_s"] = round(time.monotonic() - started, 1)
-    failed |= any("error" in (report.get(k) or {}) for k in ("mirrorflow", "mm2"))
-    if "settings" in report:
-        print(table(report))
-    if args.report:
-        args.report.write_text(json.dumps(report, indent=2, default=str))
-        print(f"\nreport: {args.report}")
-    return exit_code(work, failed, args.keep)
+    return run_bench(work, report, lambda: bench(work, args, report), lambda: tear_down(report),
+                     lambda: any("error" in (report.get(k) or {}) for k in ("mirrorflow", "mm2")),
+                     lambda: table(report) if "settings" in report else None, args.keep, args.report)
 
-
-def _tear_down(report: dict[str, Any]) -> None:
-    load = report.pop("_load", None)
-    if load is not None:
-        load.stop()
-    for child in list(Child.running):
-        child.stop(20)
-    for cluster in report.pop("_clusters", []):
-        try:
-            cluster.stop()
-        except Exception as exc:  # noqa: BLE001
-            progress(f"could not stop cluster {cluster.spec.name}: {exc}")
-    progress("clusters stopped")
 
 
 if __name__ == "__main__":

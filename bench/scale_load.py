@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
-from procs import Child, StepFailed, cpu_seconds, progress, rss_mib, thread_cpu
+from confluent_kafka.admin import AdminClient, OffsetSpec
+from procs import Child, StepFailed, cpu_seconds, create_topics, progress, rss_mib, thread_cpu
 
 CREATE_BATCH = 100  # topics per CreateTopics request
 WATCH_EVERY_S = 0.5
@@ -36,22 +36,9 @@ class Shape:
         return [TopicPartition(topic_prefix + name, p) for name in self.names for p in range(self.partitions)]
 
 
-def create_topics(bootstrap: str, shape: Shape) -> float:
+def create_shape(bootstrap: str, shape: Shape) -> float:
     """Create the shape's topics in batches (each batch waited for); returns the seconds it took."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    started = time.monotonic()
-    names = shape.names
-    for start in range(0, len(names), CREATE_BATCH):
-        batch = [NewTopic(n, num_partitions=shape.partitions, replication_factor=1)
-                 for n in names[start:start + CREATE_BATCH]]
-        for name, future in admin.create_topics(batch, request_timeout=60).items():
-            try:
-                future.result()
-            except KafkaException as exc:
-                if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
-                    raise StepFailed(f"creating topic {name}: {exc}") from exc
-        progress(f"  created {min(start + CREATE_BATCH, len(names)):,}/{len(names):,} topics")
-    return time.monotonic() - started
+    return create_topics(bootstrap, dict.fromkeys(shape.names, shape.partitions), CREATE_BATCH)
 
 
 @dataclass
