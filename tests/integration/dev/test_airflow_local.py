@@ -29,7 +29,9 @@ from tests.support import free_port
 pytestmark = [pytest.mark.airflow, pytest.mark.kafka]
 
 DAGS = Path(__file__).resolve().parents[3] / "dags"
-DAG_NAMES = ("dag", "DAG")
+# How a DAG file declares its DAG: Airflow's decorator or class, or our runbook DAG builder
+# (replicator/airflow/runbook_dag.py: dag_id first, no schedule).
+DAG_NAMES = ("dag", "DAG", "runbook_dag")
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -105,7 +107,8 @@ def _dag_calls(tree: ast.Module) -> Iterator[tuple[ast.Call, str | None]]:
 
 
 def _repo_dags() -> dict[str, str | None]:
-    """dag_id -> literal schedule of each ``@dag`` or ``DAG(...)`` in dags/ (read, not imported)."""
+    """dag_id -> literal schedule of each ``@dag``, ``DAG(...)`` or ``runbook_dag(...)`` in dags/ (read, not
+    imported)."""
     found: dict[str, str | None] = {}
     for path in DAGS.rglob("*.py"):
         for call, function in _dag_calls(ast.parse(path.read_text())):
