@@ -24,13 +24,14 @@ from collections import deque
 class PartitionLedger:
     """In-flight source offsets of one partition, and how far they are settled."""
 
-    __slots__ = ("_fifo", "_holds", "committable", "placed")
+    __slots__ = ("_fifo", "_holds", "committable", "expected", "placed")
 
     def __init__(self, placed: int | None = None) -> None:
         self._fifo: deque[int] = deque()
         self._holds: dict[int, int] = {}  # sync's source offset -> highest commit allowed
         self.committable: int | None = None
         self.placed = placed  # where copying this partition started (its first record to copy)
+        self.expected = placed  # the lowest offset not yet handed to the producer (None: unknown)
 
     def resume_from(self) -> int | None:
         """Where copying stands: after the last acknowledged record, else where it started (None: unknown)."""
@@ -42,6 +43,19 @@ class PartitionLedger:
     def produced(self, offset: int) -> None:
         """A record was handed to the producer."""
         self._fifo.append(offset)
+        self.expected = offset + 1
+
+    def repeats(self, offset: int) -> bool:
+        """True for a record at or before one already handed to the producer (or before the placed
+        offset): the consumer went back on its own, and copying it again would repeat it."""
+        return self.expected is not None and offset < self.expected
+
+    def moved_to(self, offset: int) -> None:
+        """The worker itself moved the partition's fetch position (recovering it after a reset): records
+        from ``offset`` on are expected, even below those already handed over (a truncated or recreated
+        log). A move forward changes nothing: records fetched before it still come first."""
+        if self.expected is None or offset < self.expected:
+            self.expected = offset
 
     def peek(self) -> int:
         """The oldest source offset still in flight (the next delivery report's)."""

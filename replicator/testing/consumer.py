@@ -147,6 +147,11 @@ class FakeConsumer:
         self.positions[key] = partition.offset
         self.errors = deque(e for e in self.errors if (e.topic(), e.partition()) != key)
 
+    def go_back(self, topic: str, partition: int, offset: int) -> None:
+        """librdkafka moving an assigned partition's fetch position back on its own, with no seek of the
+        application (seen in chaos runs: records already copied came again from the log start)."""
+        self.positions[(topic, partition)] = offset
+
     def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         """The next offset to fetch of each partition (OFFSET_INVALID when unknown)."""
         found = (self.positions.get((tp.topic, tp.partition)) for tp in partitions)

@@ -87,8 +87,9 @@ class Positioner:
             self.failure = (f"{topic}[{partition}]: offsets {lost[0]}..{lost[1] - 1} were deleted by "
                             "retention before they were copied (on_data_loss: fail)")
 
-    def recover(self, consumer: Consumer, key: tuple[str, int], position: int | None) -> str | None:
-        """The fetch position fell off the log (retention ran ahead): report, then go on or fail."""
+    def recover(self, consumer: Consumer, key: tuple[str, int], position: int | None) -> int | None:
+        """The fetch position fell off the log (retention ran ahead): report, then go on (returns the
+        offset copying goes on from) or fail (None; ``failure`` says why)."""
         topic, partition = key
         tp = TopicPartition(topic, partition)
         fetch = consumer.position([tp])[0].offset
@@ -98,14 +99,15 @@ class Positioner:
         # (latest, a timestamp) is for partitions it never copied, and would skip what is left.
         decision = start_position(position, low, high, "earliest")
         self._explain(topic, partition, decision)
-        if self.failure is None:
-            target = TopicPartition(topic, partition, decision.offset)
-            try:
-                consumer.seek(target)
-            except KafkaException:
-                # After librdkafka's own reset error the partition is in a state no seek leaves
-                # ("Erroneous state"): it would stall silently. Taking it out of the assignment and
-                # back at the new position starts its fetch afresh.
-                consumer.incremental_unassign([TopicPartition(topic, partition)])
-                consumer.incremental_assign([target])
-        return self.failure
+        if self.failure is not None:
+            return None
+        target = TopicPartition(topic, partition, decision.offset)
+        try:
+            consumer.seek(target)
+        except KafkaException:
+            # After librdkafka's own reset error the partition is in a state no seek leaves
+            # ("Erroneous state"): it would stall silently. Taking it out of the assignment and
+            # back at the new position starts its fetch afresh.
+            consumer.incremental_unassign([TopicPartition(topic, partition)])
+            consumer.incremental_assign([target])
+        return decision.offset

@@ -189,7 +189,10 @@ class GroupMember(ABC):
         for key in sorted(self.resets):
             ledger = self.inflight.ledgers.get(key)
             position = ledger.resume_from() if ledger is not None else None
-            self.failure = self.positioner.recover(consumer, key, position) or self.failure
+            moved_to = self.positioner.recover(consumer, key, position)
+            self.failure = self.failure or self.positioner.failure
+            if moved_to is not None and ledger is not None:
+                ledger.moved_to(moved_to)
             self.resets.discard(key)
             self.subscription.force_refresh()
             if self.paused:  # a partition assigned afresh fetches: the backlog comes first

@@ -52,3 +52,24 @@ def test_a_refused_record_blocks_the_commit_for_good() -> None:
     ledger.delivered()
     ledger.delivered()
     assert ledger.commit_offset() == 1
+
+
+def test_records_at_or_before_one_already_produced_are_repeats() -> None:
+    ledger = PartitionLedger(placed=10)
+    assert ledger.repeats(9) and not ledger.repeats(10)
+    ledger.produced(10)
+    ledger.produced(13)  # a gap (compaction, a transaction marker) is no repeat
+    assert ledger.repeats(13) and ledger.repeats(0) and not ledger.repeats(14)
+
+
+def test_a_partition_placed_nowhere_yet_repeats_nothing() -> None:
+    assert not PartitionLedger().repeats(0)
+
+
+def test_moved_to_allows_going_back_and_ignores_going_forward() -> None:
+    ledger = PartitionLedger(placed=10)
+    ledger.produced(20)
+    ledger.moved_to(30)  # forward: records fetched before the move still come first
+    assert not ledger.repeats(21)
+    ledger.moved_to(0)  # the log was truncated or recreated: copying starts over from its start
+    assert not ledger.repeats(0)

@@ -201,6 +201,28 @@ def test_a_partition_added_to_a_source_topic_waits_for_its_target_partition(kafk
     assert_nothing_lost(kafka)
 
 
+def test_a_consumer_that_goes_back_on_its_own_repeats_nothing(kafka: FakeKafka,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the fault harness: just after a hand-over, the consumer fetched one partition again from its
+    log start with no seek of ours (2,815 records of it copied a second time, twice in one 100-fault run)."""
+    produce(kafka["source"], 100)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    with kafka["source"].lock:
+        [consumer] = [c for c in kafka.consumers["a"] if not c.closed]
+        consumer.go_back(TOPIC, 1, 0)
+        consumer.go_back(TOPIC, 2, 40)
+    produce(kafka["source"], 50, start=100)  # the marker: records after the repeat arrive
+    wait_until(lambda: all_copied(kafka), what="the records after the repeat", alive=(worker,))
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+    for p in range(PARTITIONS):
+        values = [r.value for r in kafka["target"].records(REPLICA, p)]
+        assert len(values) == len(set(values)) == 150, f"partition {p} repeated records"
+    assert committed(kafka) == {p: 150 for p in range(PARTITIONS)}
+    assert "source consumer went back to records already copied" in caplog.text
+
+
 def test_records_after_a_retention_gap_are_copied_and_the_gap_reported(kafka: FakeKafka,
                                                                        caplog: pytest.LogCaptureFixture) -> None:
     """Found by the fault harness: after librdkafka's own reset error the partition refused every seek

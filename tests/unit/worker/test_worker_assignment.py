@@ -134,7 +134,8 @@ def test_recover_moves_a_fallen_off_partition_to_the_log_start_and_reports_the_g
     if stuck:  # librdkafka's own reset failed: the partition is in a state no seek leaves
         events = fake.consume(100, 0) + fake.consume(100, 0)  # type: ignore[operator]
         assert [m.error().code() for m in events] == [KafkaError._AUTO_OFFSET_RESET]
-    assert positioner.recover(fake, KEY, 2) is None
+    assert positioner.recover(fake, KEY, 2) == LOW
+    assert positioner.failure is None
     assert reports.losses == [(TOPIC, 0, (2, LOW))]
     assert fetched(fake) == list(range(LOW, HIGH))
 
@@ -144,7 +145,8 @@ def test_recover_with_on_data_loss_fail_fails_and_moves_nothing(kafka: FakeKafka
     positioner = reports.positioner(kafka, on_data_loss="fail")
     fake = consumer(kafka)
     fake.incremental_assign([TopicPartition(TOPIC, 0, 2)])
-    assert positioner.recover(fake, KEY, 2) == (
+    assert positioner.recover(fake, KEY, 2) is None
+    assert positioner.failure == (
         "orders[0]: offsets 2..3 were deleted by retention before they were copied (on_data_loss: fail)")
     assert fake.position([TopicPartition(TOPIC, 0)])[0].offset == 2
 
