@@ -62,16 +62,17 @@ rootLogger.appenderRef.file.ref = file
 """
 
 
-def start_mm2(env: Env, size: int | str, topics: list[str], *, regex: bool = False) -> Child:
-    """MM2's dedicated driver copying ``topics`` (names, or regexes with ``regex``) from source to target."""
+def start_mm2(env: Env, size: int | str, topics: list[str], *, regex: bool = False, alias: str = "source") -> Child:
+    """MM2's dedicated driver copying ``topics`` (names, or regexes with ``regex``) from source to target;
+    ``alias`` names the source cluster (MM2's target prefix)."""
     tag = f"bench{size}"
     props = {
-        "clusters": "source, target",
-        "source.bootstrap.servers": env.source,
+        "clusters": f"{alias}, target",
+        f"{alias}.bootstrap.servers": env.source,
         "target.bootstrap.servers": env.target,
-        "source->target.enabled": "true",
-        "source->target.topics": ", ".join(t if regex else re.escape(t) for t in topics),
-        "target->source.enabled": "false",
+        f"{alias}->target.enabled": "true",
+        f"{alias}->target.topics": ", ".join(t if regex else re.escape(t) for t in topics),
+        f"target->{alias}.enabled": "false",
         # single-node clusters: every topic MM2 creates has one replica
         "replication.factor": "1",
         "offset-syncs.topic.replication.factor": "1",

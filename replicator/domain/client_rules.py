@@ -30,6 +30,12 @@ OWNED = {
     "group.instance.id": "a static identity is given per worker with `mirrorflow run --worker-id`",
 }
 
+# Keys nothing of MirrorFlow's reads: set, they would be silently ignored (and cost something).
+UNUSED = {
+    "statistics.interval.ms": "MirrorFlow reads no librdkafka statistics (lag and rates are on its /metrics "
+                              "endpoint); set, librdkafka would only spend CPU on statistics nobody reads",
+}
+
 
 def refused_overrides(properties: Mapping[str, str], *fixed: Mapping[str, str]) -> list[tuple[str, str]]:
     """(key, why) for each key of ``properties`` the worker would overwrite."""
@@ -37,6 +43,9 @@ def refused_overrides(properties: Mapping[str, str], *fixed: Mapping[str, str]) 
     for key, value in properties.items():
         if key in OWNED:
             problems.append((key, f"set by MirrorFlow ({OWNED[key]}); remove it"))
+            continue
+        if key in UNUSED:
+            problems.append((key, f"not used: {UNUSED[key]}; remove it"))
             continue
         for table in fixed:
             if key in table and value.strip().lower() != table[key]:

@@ -122,6 +122,8 @@ def test_config_path_comes_from_environment_when_not_given(tmp_path: Path) -> No
     ("producer", "acks: 1", "routes[0].producer.acks: MirrorFlow sets acks=all"),
     ("producer", "message.timeout.ms: 30000",
      "routes[0].producer.message.timeout.ms: MirrorFlow sets message.timeout.ms=0"),
+    ("consumer", "statistics.interval.ms: 1000",
+     "routes[0].consumer.statistics.interval.ms: not used: MirrorFlow reads no librdkafka statistics"),
 ])
 def test_an_override_the_worker_would_ignore_is_refused(where: str, override: str, named: str) -> None:
     text = ("clusters: {a: {bootstrap.servers: 'h:1'}, b: {bootstrap.servers: 'h:2'}}\n"
@@ -142,3 +144,9 @@ def test_a_cluster_property_the_worker_would_ignore_is_refused() -> None:
     with pytest.raises(ConfigError,
                        match=r"clusters\.a\.isolation\.level: MirrorFlow sets isolation.level=read_committed"):
         parse_config("clusters: {a: {bootstrap.servers: 'h:1', isolation.level: read_uncommitted}}\n")
+
+
+def test_a_cluster_setting_nothing_reads_is_refused() -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_config("clusters: {a: {bootstrap.servers: 'h:1', statistics.interval.ms: '5000'}}\n")
+    assert "clusters.a.statistics.interval.ms: not used" in str(refused.value)

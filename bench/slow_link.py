@@ -1,0 +1,228 @@
+#!/usr/bin/env python
+"""A slow link to the target: MirrorFlow vs MirrorMaker 2 at 0, 50 and 100 ms round trip, and under a bandwidth cap.
+
+Run from the repository root (``make toxiproxy`` builds the proxy)::
+
+    .venv/bin/python bench/slow_link.py --quick                  # 200,000 records of 1 KiB
+    .venv/bin/python bench/slow_link.py --report slow-link.json  # 500,000 records of 1 KiB
+
+On two fresh single-node KRaft clusters, the target's brokers are reached through Toxiproxy
+(a PROXIED listener advertising the proxy, so every connection of the peers to the target,
+bootstrap and leader alike, crosses it) while the source is read directly: the cross-region
+shape, where the replicator runs beside the source and writes over the WAN. A backlog of
+``--records`` records of ``--size`` B is written once to a 4-partition source topic; then per
+link shape (``--rtts`` in ms, half each way, and ``--caps`` in MB/s at ``--cap-rtt`` ms) each
+peer copies the whole backlog into a fresh target topic of its own, one peer after the other,
+with nothing else running. Copy rate = records / (first -> last record on the target), target
+end offsets read over a direct connection every 0.2 s.
+
+Figures only: nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from measure import MB, PARTITIONS, Env, raw_producer, watch_copy  # noqa: E402
+from peers import start_mirrorflow, start_mm2  # noqa: E402
+from procs import Child, StepFailed, create_topics, progress, run_bench, tear_down  # noqa: E402
+from scale import machine  # noqa: E402
+
+from bench.chaoslib.cluster import ProxiedCluster, start_clusters  # noqa: E402
+from bench.chaoslib.toxiproxy import ToxiproxyClient, ToxiproxyServer  # noqa: E402
+
+TOPIC = "link"
+TOXIPROXY = REPO / ".cache" / "bin" / "toxiproxy-server"
+
+
+@dataclass(frozen=True)
+class Link:
+    """One shape of the link to the target: a round trip (half each way) and an optional cap each way."""
+
+    rtt_ms: int
+    cap_mb_s: float | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.rtt_ms} ms" + (f", {self.cap_mb_s:g} MB/s" if self.cap_mb_s else "")
+
+    @property
+    def tag(self) -> str:
+        """A topic-name-safe label: ``r100``, ``r50c8``."""
+        return f"r{self.rtt_ms}" + (f"c{self.cap_mb_s:g}".replace(".", "_") if self.cap_mb_s else "")
+
+    def toxics(self) -> list[tuple[str, dict[str, int]]]:
+        """Toxiproxy toxics (kind, attributes), each put on both directions."""
+        out = []
+        if self.rtt_ms:
+            out.append(("latency", {"latency": self.rtt_ms // 2, "jitter": 0}))
+        if self.cap_mb_s:
+            out.append(("bandwidth", {"rate": int(self.cap_mb_s * 1024)}))  # KB/s
+        return out
+
+
+def links(rtts: list[int], caps: list[float], cap_rtt: int) -> list[Link]:
+    """The link shapes of a run, in order: each round trip, then each cap."""
+    return [Link(rtt) for rtt in rtts] + [Link(cap_rtt, cap) for cap in caps]
+
+
+def share(value: float | None, of: float | None) -> float | None:
+    """``value`` as a percentage of ``of`` (None when either is unknown)."""
+    return None if value is None or not of else 100.0 * value / of
+
+
+def shape_link(proxies: ToxiproxyClient, proxy: str, link: Link) -> list[str]:
+    """Put ``link``'s toxics on the proxy (every earlier toxic removed); returns their names."""
+    proxies.reset()
+    names: list[str] = []
+    for kind, attributes in link.toxics():
+        names += proxies.add_toxic(proxy, f"{kind}-{link.tag}", kind, attributes)
+    return names
+
+
+def copy_once(env: Env, watch: Env, label: str, launch: Any, target_topic: str, size: int) -> dict[str, Any]:
+    """Launch a peer, watch it copy the backlog into ``target_topic``, stop it."""
+    progress(f"{label}: starting, copying {TOPIC} -> {target_topic}")
+    peer: Child = launch()
+    result: dict[str, Any] = {"label": label}
+    try:
+        result.update(watch_copy(watch, peer, label, target_topic, size))
+    except StepFailed as failure:
+        progress(f"  FAILED: {failure}")
+        result["error"] = str(failure)
+    finally:
+        result["exit_code"] = peer.stop(60)
+        progress(f"{label}: stopped (exit code {result['exit_code']}); log {peer.log}")
+    return result
+
+
+def run_link(env: Env, watch: Env, proxies: ToxiproxyClient, args: argparse.Namespace, link: Link) -> dict[str, Any]:
+    """Both peers over one link shape."""
+    shape_link(proxies, "target", link)
+    progress(f"== link to the target: {link.name} round trip{' and cap each way' if link.cap_mb_s else ''}")
+    mf, mm = f"mf{link.tag}", f"mm{link.tag}"
+    run: dict[str, Any] = {"rtt_ms": link.rtt_ms, "cap_mb_s": link.cap_mb_s}
+    run["mirrorflow"] = copy_once(env, watch, f"MirrorFlow ({link.name})",
+                                  lambda: start_mirrorflow(env, f"link-{link.tag}", [TOPIC], alias=mf),
+                                  f"{mf}.{TOPIC}", args.size)
+    if not args.no_mm2:
+        run["mm2"] = copy_once(env, watch, f"MirrorMaker 2 ({link.name})",
+                               lambda: start_mm2(env, f"link-{link.tag}", [TOPIC], alias=mm),
+                               f"{mm}.{TOPIC}", args.size)
+    proxies.reset()
+    return run
+
+
+# -- report ------------------------------------------------------------------------------
+
+def _rate(result: dict[str, Any] | None) -> float | None:
+    return None if not result or "error" in result else result.get("records_per_s")
+
+
+def _f(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def table(report: dict[str, Any]) -> str:
+    s = report["settings"]
+    runs = report["runs"]
+    local = {peer: _rate(runs[0].get(peer)) for peer in ("mirrorflow", "mm2")} if runs and not runs[0]["rtt_ms"] \
+        and not runs[0]["cap_mb_s"] else {}
+    lines = [f"\n=== {s['records']:,} records x {s['size']} B on {PARTITIONS} partitions, the target behind "
+             f"Toxiproxy; {report['machine']['cpus']} CPUs ===",
+             f"{'link (round trip, cap)':24}{'MF rec/s':>10}{'MF MB/s':>9}{'MF % local':>11}{'MF % cap':>9}"
+             f"{'MM2 rec/s':>11}{'MM2 MB/s':>10}{'MM2 % local':>12}{'MF / MM2':>10}"]
+    for run in runs:
+        link = Link(run["rtt_ms"], run["cap_mb_s"])
+        mf, mm = run.get("mirrorflow"), run.get("mm2")
+        mf_rate, mm_rate = _rate(mf), _rate(mm)
+        mf_mb = None if mf_rate is None else mf_rate * s["size"] / MB
+        mm_mb = None if mm_rate is None else mm_rate * s["size"] / MB
+        ratio = None if mf_rate is None or not mm_rate else mf_rate / mm_rate
+        lines.append(f"{link.name:24}{_f(mf_rate, ',.0f'):>10}{_f(mf_mb, '.1f'):>9}"
+                     f"{_f(share(mf_rate, local.get('mirrorflow')), '.0f'):>11}"
+                     f"{_f(share(mf_mb, link.cap_mb_s), '.0f'):>9}"
+                     f"{_f(mm_rate, ',.0f'):>11}{_f(mm_mb, '.1f'):>10}"
+                     f"{_f(share(mm_rate, local.get('mm2')), '.0f'):>12}{_f(ratio, '.2f'):>10}")
+        for peer in (mf, mm):
+            if peer and "error" in peer:
+                lines.append(f"{'':24}{peer['label']} FAILED: {peer['error'][:150]}")
+    lines.append(f"(run wall time {report['wall_s'] / 60:.1f} min; backlog written at "
+                 f"{_f((report.get('backlog') or {}).get('records_per_s'), ',.0f')} rec/s)")
+    return "\n".join(lines)
+
+
+# -- the run -----------------------------------------------------------------------------
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--records", type=int, help="records in the backlog (default 500,000; --quick 200,000)")
+    parser.add_argument("--size", type=int, default=1024, help="record size in bytes (default 1024)")
+    parser.add_argument("--rtts", default="0,50,100", help="round trips to the target in ms, comma-separated")
+    parser.add_argument("--caps", default="10", help="bandwidth caps each way in MB/s, comma-separated ('' for none)")
+    parser.add_argument("--cap-rtt", type=int, default=50, help="round trip of the capped runs in ms (default 50)")
+    parser.add_argument("--no-mm2", action="store_true", help="skip MirrorMaker 2")
+    parser.add_argument("--quick", action="store_true", help="a backlog of 200,000 records")
+    parser.add_argument("--toxiproxy", type=Path, default=TOXIPROXY, help="toxiproxy-server (make toxiproxy)")
+    parser.add_argument("--report", type=Path, help="write every figure to this JSON file")
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, cluster data)")
+    args = parser.parse_args(argv)
+    args.records = args.records or (200_000 if args.quick else 500_000)
+    try:
+        args.rtts = [int(v) for v in args.rtts.split(",") if v]
+        args.caps = [float(v) for v in args.caps.split(",") if v]
+    except ValueError as exc:
+        parser.error(f"--rtts/--caps: {exc}")
+    if any(v < 0 for v in args.rtts) or any(v <= 0 for v in args.caps):
+        parser.error("--rtts must be >= 0 and --caps > 0")
+    return args
+
+
+def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Proxy, clusters, the backlog, then each link shape; the caller stops what is left running."""
+    server = ToxiproxyServer(args.toxiproxy, work / "toxiproxy.log")
+    report["_proxy"] = server
+    progress("starting clusters (each behind its own proxy; the peers reach the target through it)")
+    sides: dict[str, ProxiedCluster] = start_clusters(work / "clusters", server.client)
+    report["_clusters"] = [side.cluster for side in sides.values()]
+    source, target = sides["source"], sides["target"]
+    env = Env(work, source.direct, target.proxied, records=args.records, latency_seconds=0)
+    watch = Env(work, source.direct, target.direct, records=args.records, latency_seconds=0)
+    create_topics(source.direct, {TOPIC: PARTITIONS})
+    report["backlog"] = raw_producer(watch, TOPIC, args.size)
+    for link in links(args.rtts, args.caps, args.cap_rtt):
+        report["runs"].append(run_link(env, watch, server.client, args, link))
+
+
+def stop_all(report: dict[str, Any]) -> None:
+    tear_down(report)
+    server = report.pop("_proxy", None)
+    if server is not None:
+        server.stop()
+
+
+def failed(report: dict[str, Any]) -> bool:
+    return any("error" in (run.get(peer) or {}) for run in report["runs"] for peer in ("mirrorflow", "mm2"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="mirrorflow-slow-link-"))
+    report: dict[str, Any] = {"settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+                              | {"work": str(work)}, "machine": machine(), "runs": []}
+    progress(f"work dir {work}; {args.records:,} records x {args.size} B; round trips {args.rtts} ms; "
+             f"caps {args.caps} MB/s at {args.cap_rtt} ms")
+    return run_bench(work, report, lambda: bench(work, args, report), lambda: stop_all(report),
+                     lambda: failed(report), lambda: table(report), args.keep, args.report)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

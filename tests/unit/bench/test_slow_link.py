@@ -1,0 +1,53 @@
+"""The slow-link bench's pure parts: link shapes and their toxics, the report table, bad options."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))  # the bench's scripts import by file name
+
+from slow_link import Link, links, parse_args, share, table
+
+
+def test_a_round_trip_is_half_each_way_and_a_cap_is_in_kilobytes_per_second() -> None:
+    assert Link(0).toxics() == []
+    assert Link(100).toxics() == [("latency", {"latency": 50, "jitter": 0})]
+    assert Link(50, 2.5).toxics() == [("latency", {"latency": 25, "jitter": 0}), ("bandwidth", {"rate": 2560})]
+    assert [link.tag for link in links([0, 50], [10.0, 2.5], 50)] == ["r0", "r50", "r50c10", "r50c2_5"]
+    assert Link(50, 10.0).name == "50 ms, 10 MB/s"
+
+
+def test_share_needs_both_figures() -> None:
+    assert share(40.0, 50.0) == 80.0
+    assert share(None, 50.0) is None and share(40.0, None) is None and share(40.0, 0.0) is None
+
+
+def _copy(rate: float) -> dict[str, object]:
+    return {"label": "x", "records_per_s": rate}
+
+
+def test_the_table_compares_each_link_with_the_local_one_and_mm2() -> None:
+    report = {"settings": {"records": 1000, "size": 1024}, "machine": {"cpus": 2}, "wall_s": 60.0,
+              "backlog": {"records_per_s": 5000.0},
+              "runs": [{"rtt_ms": 0, "cap_mb_s": None, "mirrorflow": _copy(10_000.0), "mm2": _copy(5_000.0)},
+                       {"rtt_ms": 100, "cap_mb_s": None, "mirrorflow": _copy(8_000.0),
+                        "mm2": {"label": "MirrorMaker 2 (100 ms)", "error": "stalled"}},
+                       {"rtt_ms": 50, "cap_mb_s": 4.0, "mirrorflow": _copy(2_048.0), "mm2": _copy(1_024.0)}]}
+    rows = table(report).splitlines()
+    local = next(r for r in rows if r.startswith("0 ms"))
+    assert local.split()[2:] == ["10,000", "9.8", "100", "-", "5,000", "4.9", "100", "2.00"]
+    slow = next(r for r in rows if r.startswith("100 ms"))
+    assert slow.split()[2:5] == ["8,000", "7.8", "80"]  # 80 % of the local rate
+    assert "MirrorMaker 2 (100 ms) FAILED: stalled" in table(report)
+    capped = next(r for r in rows if r.startswith("50 ms, 4 MB/s"))
+    assert capped.split()[4:9] == ["2,048", "2.0", "20", "50", "1,024"]  # 2 MB/s: half the cap
+
+
+@pytest.mark.parametrize("argv", [["--rtts", "-5"], ["--caps", "0"], ["--rtts", "fast"]])
+def test_bad_link_options_are_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(argv)
+    assert "--rtts" in capsys.readouterr().err
