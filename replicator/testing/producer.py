@@ -71,8 +71,8 @@ class FakeProducer:
         return self._round
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> object:
-        """Ask for metadata (the fakes always see the cluster as it is)."""
-        self.cluster.check_reachable("list_topics", self.process)
+        """Ask for metadata (the fakes always see the cluster as it is); held by the gate "producer.list_topics"."""
+        self.cluster.check_reachable("producer.list_topics", self.process)
         return None
 
     def poll(self, timeout: float | None = None) -> int:

@@ -113,6 +113,7 @@ class RouteWorker(GroupMember):
         self.merged: frozenset[str] = frozenset()  # the subscription's, kept here for the hot path
         self.failure: str | None = None
         self.unsafe = False  # a callback failed: commit nothing more
+        self._metadata_look: threading.Thread | None = None  # the producer learning a target partition
         self.refused: list[tuple[int | None, KafkaError]] = []
         self._sizes: dict[int, int] = {}  # source offset -> bytes, of records refused as too large
         self.meter = metrics.RouteMeter(route.name)
@@ -304,10 +305,18 @@ class RouteWorker(GroupMember):
         log.info("target partition not there yet, waiting for it route=%s topic=%s partition=%s",
                  self.route.name, target, partition)
         self.subscription.force_refresh(targets=True)
+        if self._metadata_look is None or not self._metadata_look.is_alive():
+            # Up to 5 s over a slow link: in a thread of its own, never on the loop.
+            self._metadata_look = threading.Thread(target=self._look_at_target, args=(self.producer, target),
+                                                   name=f"target-metadata-{self.route.name}", daemon=True)
+            self._metadata_look.start()
+
+    def _look_at_target(self, producer: Producer, target: str) -> None:
+        """Ask the producer to fetch ``target``'s metadata (it learns the new partition from the answer)."""
         try:
-            self.producer.list_topics(target, timeout=5)  # updates its metadata
-        except KafkaException as exc:
-            log.debug("target metadata not refreshed route=%s error=%s", self.route.name, exc.args[0].str())
+            producer.list_topics(target, timeout=5)
+        except (KafkaException, RuntimeError) as exc:  # RuntimeError: the producer was closed meanwhile
+            log.debug("target metadata not refreshed route=%s error=%s", self.route.name, exc)
 
     def _set_aside(self, dead_letters: DeadLetterWriter, message: Message, topic: str, headers: Any) -> bool:
         """Dead-letter mode: True when the record cannot fit its target topic and went aside."""

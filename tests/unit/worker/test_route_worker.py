@@ -223,6 +223,28 @@ def test_a_consumer_that_goes_back_on_its_own_repeats_nothing(kafka: FakeKafka,
     assert "source consumer went back to records already copied" in caplog.text
 
 
+def test_a_target_partition_the_producer_is_slow_to_learn_does_not_hold_the_copy_up(kafka: FakeKafka) -> None:
+    """Before: the producer's metadata request for a partition added to a source topic (up to 5 s over a
+    slow link) ran on the loop's thread, and every other partition waited for it."""
+    produce(kafka["source"], 50)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    gate = kafka["target"].gates["producer.list_topics"] = threading.Event()
+    try:
+        kafka["source"].add_partitions(TOPIC, PARTITIONS + 1)
+        kafka["source"].append(TOPIC, PARTITIONS, None, b"new partition")
+        wait_until(lambda: kafka["target"].waiting["producer.list_topics"] > 0,
+                   what="the producer's metadata request held", alive=(worker,))
+        produce(kafka["source"], 50, start=50)  # the marker: the other partitions go on meanwhile
+        wait_until(lambda: all_copied(kafka), what="the other partitions' new records", alive=(worker,))
+    finally:
+        gate.set()
+    wait_until(lambda: [r.value for r in kafka["target"].records(REPLICA, PARTITIONS)] == [b"new partition"],
+               what="the new partition's record", alive=(worker,))
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+
+
 def test_records_after_a_retention_gap_are_copied_and_the_gap_reported(kafka: FakeKafka,
                                                                        caplog: pytest.LogCaptureFixture) -> None:
     """Found by the fault harness: after librdkafka's own reset error the partition refused every seek
