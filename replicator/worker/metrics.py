@@ -31,6 +31,9 @@ ASSIGNED = Gauge("mirrorflow_assigned_partitions", "Source partitions assigned t
 # A turn waits at most ~50 ms when there is nothing to do (or the queue is full): longer turns are stalls.
 LOOP_TURN = Histogram("mirrorflow_loop_turn_seconds", "Time of one turn of the worker's copy loop", ["route"],
                       buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+LOOP_TURN_REFRESHING = Histogram("mirrorflow_loop_turn_while_refreshing_seconds",
+                                 "Time of one turn of the copy loop while a topic refresh runs beside it",
+                                 ["route"], buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
 TOPIC_REFRESH = Histogram("mirrorflow_topic_refresh_seconds",
                           "Time of one look at the clusters' topics (in a thread of its own, beside the loop)",
                           ["route"], buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))

@@ -167,7 +167,7 @@ class RouteWorker(GroupMember):
 
     def _loop(self, stop: threading.Event) -> None:
         while not stop.is_set() and self.failure is None:
-            self.loop_watch.beat()
+            self.loop_watch.beat(self.subscription.looking)
             if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:
                 self._rejoin()
             if self.subscription.due():

@@ -76,6 +76,7 @@ class LoopWatch:
         self.route, self.after, self.check_every, self.ours = route, after, check_every, ours
         self.beat_at = time.monotonic()
         self.hung_since: float | None = None
+        self._refreshing = False
         self._loop_thread: int | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name=f"loop-watch-{route}", daemon=True)
@@ -90,11 +91,14 @@ class LoopWatch:
         """Stop watching (the loop ended)."""
         self._stop.set()
 
-    def beat(self) -> None:
-        """The loop turned."""
+    def beat(self, refreshing: bool = False) -> None:
+        """The loop turned; ``refreshing``: a topic refresh runs beside it now (a turn that began or ended
+        while one ran also counts as a turn while refreshing)."""
         now = time.monotonic()
         metrics.LOOP_TURN.labels(self.route).observe(now - self.beat_at)
-        self.beat_at = now
+        if refreshing or self._refreshing:
+            metrics.LOOP_TURN_REFRESHING.labels(self.route).observe(now - self.beat_at)
+        self.beat_at, self._refreshing = now, refreshing
         if self.hung_since is not None:
             log.warning("worker loop turns again route=%s hung_s=%.1f", self.route, self.beat_at - self.hung_since)
             self.hung_since = None

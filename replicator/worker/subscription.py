@@ -101,6 +101,11 @@ class Subscription:
         assert finished is not None
         return self.apply(finished.result())
 
+    @property
+    def looking(self) -> bool:
+        """A look runs (or finished and was not taken yet)."""
+        return self._look is not None
+
     def start_look(self) -> None:
         """Start looking at the route's topics in a thread of its own, unless a look is under way: the
         metadata of thousands of topics, their ids, creating target topics, the state DB's rows of them --

@@ -70,3 +70,18 @@ def test_a_loop_that_does_not_turn_is_named_once_and_its_return_too(caplog: pyte
     assert len(hung) == 1, hung
     assert "tests/unit/worker/test_stall.py:" in hung[0] and "blocked_in_a_call in wait" in hung[0], hung
     assert sum("turns again" in line for line in lines) == 1
+
+
+def test_turns_that_overlap_a_topic_refresh_are_counted_apart() -> None:
+    from prometheus_client import REGISTRY
+
+    def counted(name: str) -> float:
+        return REGISTRY.get_sample_value(f"{name}_count", {"route": "refreshing-r"}) or 0.0
+
+    watch = LoopWatch("refreshing-r", after=60)
+    watch.beat()  # no refresh
+    watch.beat(refreshing=True)  # a turn that ended while one ran
+    watch.beat()  # a turn that began while one ran
+    watch.beat()  # none again
+    assert counted("mirrorflow_loop_turn_seconds") == 4
+    assert counted("mirrorflow_loop_turn_while_refreshing_seconds") == 2
