@@ -41,11 +41,14 @@ class Env:
     latency_fraction: float = 0.5
 
 
-def raw_producer(env: Env, topic: str, size: int) -> dict[str, Any]:
-    progress(f"raw producer: {env.records:,} x {size} B into {topic} (acks=all, idempotent, unthrottled)")
+def raw_producer(env: Env, topic: str, size: int, props: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``ProducerPerformance`` writing ``env.records`` records of ``size`` B into ``topic`` of ``env.source``;
+    ``props``: more producer properties (``key=value``)."""
+    progress(f"raw producer: {env.records:,} x {size} B into {topic} (acks=all, idempotent, unthrottled"
+             + (f", {' '.join(props)})" if props else ")"))
     args = java("org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
                 "--num-records", str(env.records), "--record-size", str(size), "--throughput", "-1",
-                "--producer-props", f"bootstrap.servers={env.source}", "acks=all", "enable.idempotence=true")
+                "--producer-props", f"bootstrap.servers={env.source}", "acks=all", "enable.idempotence=true", *props)
     out = run_tool("ProducerPerformance", args, env.work / f"producer-perf-{topic}.log",
                    timeout=120 + env.records / 2000)
     final = [line for line in out.splitlines() if "records sent" in line][-1]
@@ -83,8 +86,11 @@ def raw_consumer(env: Env, topic: str) -> dict[str, Any]:
     return result
 
 
-def watch_copy(env: Env, peer: Child, label: str, target_topic: str, size: int) -> dict[str, Any]:
-    """From the peer's launch until ``target_topic`` holds N records (polled every 0.2 s)."""
+def watch_copy(env: Env, peer: Child, label: str, target_topic: str, size: int,
+               budget_s: float | None = None) -> dict[str, Any]:
+    """From the peer's launch until ``target_topic`` holds N records (polled every 0.2 s), or, with
+    ``budget_s``, until that long after the first record (then the figures are of what was copied by then,
+    and ``partial`` is true)."""
     offsets = Offsets(env.target)
     launched = time.monotonic()
     first_at = first_cpu = None
@@ -100,8 +106,9 @@ def watch_copy(env: Env, peer: Child, label: str, target_topic: str, size: int) 
             if count > 0 and first_at is None:
                 first_at, first_cpu = now, cpu
                 progress(f"  {label}: first records on the target after {now - launched:.1f} s")
-            if count >= env.records:
-                done_at, done_cpu = now, cpu
+            if count >= env.records or (budget_s is not None and first_at is not None
+                                        and now - first_at >= budget_s and count > 0):
+                done_at, done_cpu, copied = now, cpu, min(count, env.records)
                 break
             if count > last_count:
                 last_count, last_progress = count, now
@@ -118,20 +125,24 @@ def watch_copy(env: Env, peer: Child, label: str, target_topic: str, size: int) 
     finally:
         offsets.close()
     copy_s = max(done_at - first_at, 1e-9)  # type: ignore[operator]
-    data = env.records * size
+    data = copied * size
     result = {
         "target_topic": target_topic,
+        "copied": copied,
+        "partial": copied < env.records,
         "startup_s": round(first_at - launched, 3),  # type: ignore[operator]
         "copy_s": round(copy_s, 3),
         "wall_s": round(done_at - launched, 3),
-        "records_per_s": env.records / copy_s,
+        "records_per_s": copied / copy_s,
         "mb_per_s": data / MB / copy_s,
-        "wall_records_per_s": env.records / (done_at - launched),
+        "wall_records_per_s": copied / (done_at - launched),
         "cpu_s_total": done_cpu,
         "cpu_s_copy": None if done_cpu is None or first_cpu is None else done_cpu - first_cpu,
     }
     result["cpu_s_per_gib"] = None if result["cpu_s_copy"] is None else result["cpu_s_copy"] / (data / GIB)
     result["cpu_s_per_gib_incl_startup"] = None if done_cpu is None else done_cpu / (data / GIB)
+    if result["partial"]:
+        progress(f"  {label}: {copied:,}/{env.records:,} records copied in the {budget_s:.0f} s budget")
     progress(f"  {label}: start-up {result['startup_s']:.1f} s, copy {copy_s:.2f} s = "
              f"{result['records_per_s']:,.0f} rec/s, {result['mb_per_s']:.1f} MB/s, "
              f"CPU {result['cpu_s_copy'] or 0:.1f} s during the copy ({result['cpu_s_per_gib'] or 0:.1f} s/GiB), "

@@ -62,9 +62,10 @@ rootLogger.appenderRef.file.ref = file
 """
 
 
-def start_mm2(env: Env, size: int | str, topics: list[str], *, regex: bool = False, alias: str = "source") -> Child:
+def start_mm2(env: Env, size: int | str, topics: list[str], *, regex: bool = False, alias: str = "source",
+              extra: dict[str, str] | None = None) -> Child:
     """MM2's dedicated driver copying ``topics`` (names, or regexes with ``regex``) from source to target;
-    ``alias`` names the source cluster (MM2's target prefix)."""
+    ``alias`` names the source cluster (MM2's target prefix); ``extra``: more MM2 properties."""
     tag = f"bench{size}"
     props = {
         "clusters": f"{alias}, target",
@@ -100,6 +101,7 @@ def start_mm2(env: Env, size: int | str, topics: list[str], *, regex: bool = Fal
         # what MM2's own start-up warning recommends (skips a ~13 s classpath scan per herder)
         "plugin.discovery": "service_load",
     }
+    props |= extra or {}
     path = env.work / f"mm2-{size}.properties"
     path.write_text("".join(f"{k} = {v}\n" for k, v in props.items()))
     log4j = env.work / f"mm2-{size}-log4j2.properties"

@@ -25,25 +25,27 @@ def test_share_needs_both_figures() -> None:
     assert share(None, 50.0) is None and share(40.0, None) is None and share(40.0, 0.0) is None
 
 
-def _copy(rate: float) -> dict[str, object]:
-    return {"label": "x", "records_per_s": rate}
+def _copy(rate: float, partial: bool = False) -> dict[str, object]:
+    return {"label": "x", "records_per_s": rate, "partial": partial}
 
 
-def test_the_table_compares_each_link_with_the_local_one_and_mm2() -> None:
-    report = {"settings": {"records": 1000, "size": 1024}, "machine": {"cpus": 2}, "wall_s": 60.0,
+def test_the_table_compares_each_link_with_its_capacity_the_local_rate_and_mm2() -> None:
+    mb = 1024 * 1024 / 1024  # records/s of 1 KiB per MB/s
+    report = {"settings": {"records": 1000, "size": 1024, "budget": 90.0}, "machine": {"cpus": 2}, "wall_s": 60.0,
               "backlog": {"records_per_s": 5000.0},
-              "runs": [{"rtt_ms": 0, "cap_mb_s": None, "mirrorflow": _copy(10_000.0), "mm2": _copy(5_000.0)},
-                       {"rtt_ms": 100, "cap_mb_s": None, "mirrorflow": _copy(8_000.0),
-                        "mm2": {"label": "MirrorMaker 2 (100 ms)", "error": "stalled"}},
-                       {"rtt_ms": 50, "cap_mb_s": 4.0, "mirrorflow": _copy(2_048.0), "mm2": _copy(1_024.0)}]}
+              "runs": [{"rtt_ms": 0, "cap_mb_s": None, "link": {"mb_per_s": 20.0}, "mirrorflow": _copy(10 * mb),
+                        "mm2": _copy(5 * mb), "mm2_tuned": _copy(8 * mb)},
+                       {"rtt_ms": 100, "cap_mb_s": None, "link": {"mb_per_s": 10.0}, "mirrorflow": _copy(8 * mb),
+                        "mm2": {"label": "MirrorMaker 2 (100 ms)", "error": "stalled"},
+                        "mm2_tuned": _copy(2 * mb, partial=True)}]}
     rows = table(report).splitlines()
     local = next(r for r in rows if r.startswith("0 ms"))
-    assert local.split()[2:] == ["10,000", "9.8", "100", "-", "5,000", "4.9", "100", "2.00"]
+    assert local.split()[2:] == ["20.0", "10.0", "(100", "%)", "50", "5.0", "(100", "%)", "8.0", "(100", "%)",
+                                 "2.0", "1.2"]
     slow = next(r for r in rows if r.startswith("100 ms"))
-    assert slow.split()[2:5] == ["8,000", "7.8", "80"]  # 80 % of the local rate
+    assert slow.split()[2:7] == ["10.0", "8.0", "(80", "%)", "80"]  # 80 % of its local rate, of the link
+    assert slow.split()[7:11] == ["-", "(-", "%)", "2.0"] and "(25 %)*" in slow  # partial: marked
     assert "MirrorMaker 2 (100 ms) FAILED: stalled" in table(report)
-    capped = next(r for r in rows if r.startswith("50 ms, 4 MB/s"))
-    assert capped.split()[4:9] == ["2,048", "2.0", "20", "50", "1,024"]  # 2 MB/s: half the cap
 
 
 @pytest.mark.parametrize("argv", [["--rtts", "-5"], ["--caps", "0"], ["--rtts", "fast"]])
