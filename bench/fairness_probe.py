@@ -13,10 +13,12 @@ from procs import percentile
 
 class LatencyReader:
     """A thread reading the given target partitions from their start; per record it keeps
-    (CreateTime, seen on the target - CreateTime), in ms of the wall clock (same machine, same clock)."""
+    (CreateTime, seen on the target - CreateTime), in ms of the wall clock (same machine, same clock), and in
+    ``positions`` its (partition, offset)."""
 
     def __init__(self, bootstrap: str, partitions: list[TopicPartition], name: str = "fairness") -> None:
         self.samples: list[tuple[int, float]] = []
+        self.positions: list[tuple[int, int]] = []
         self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{name}-reader",
                                    "enable.auto.commit": "false", "fetch.wait.max.ms": "5",
                                    "fetch.min.bytes": "1", "enable.partition.eof": "false"})
@@ -43,6 +45,7 @@ class LatencyReader:
                 if message.error() is None:
                     created = message.timestamp()[1]
                     self.samples.append((created, seen_ms - created))
+                    self.positions.append((message.partition(), message.offset()))
 
 
 def window(samples: list[tuple[int, float]], start_ms: float, end_ms: float) -> dict[str, Any]:

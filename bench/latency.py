@@ -32,7 +32,13 @@ sys.path.insert(0, str(REPO))
 from confluent_kafka import Producer, TopicPartition  # noqa: E402
 from fairness import parse_overrides  # noqa: E402
 from fairness_probe import LatencyReader, window  # noqa: E402
-from latency_figures import added_over_floor, histogram_shares, load_start, shares_within  # noqa: E402
+from latency_figures import (  # noqa: E402
+    added_over_floor,
+    histogram_shares,
+    load_start,
+    paired_added,
+    shares_within,
+)
 from measure import PARTITIONS, WARMUP_S, Env, load_figures, load_summary, start_load  # noqa: E402
 from peers import MF_SOURCE_ALIAS, start_mirrorflow, start_mm2  # noqa: E402
 from procs import (  # noqa: E402
@@ -109,12 +115,14 @@ def run_load(env: Env, args: argparse.Namespace, peers: dict[str, Child], report
         first = load_start(readers["floor"].samples, launched_ms)
         if first is None:
             raise StepFailed("the floor reader saw no record of the load")
-        end_ms = first + args.seconds * 1000 * 2  # every record of the load (it may run late)
-        report["windows"] = {name: window(r.samples, first + WARMUP_S * 1000, end_ms)
-                             for name, r in readers.items()}
-        report["within"] = {name: shares_within([lat for created, lat in r.samples
-                                                 if first + WARMUP_S * 1000 <= created < end_ms])
+        start_ms, end_ms = first + args.warmup * 1000, first + args.seconds * 1000 * 2  # to the load's end
+        report["windows"] = {name: window(r.samples, start_ms, end_ms) for name, r in readers.items()}
+        report["within"] = {name: shares_within([lat for created, lat in r.samples if start_ms <= created < end_ms])
                             for name, r in readers.items()}
+        floor = dict(zip(readers["floor"].positions, readers["floor"].samples, strict=True))
+        report["paired"] = {name: paired_summary(paired_added(floor, dict(zip(r.positions, r.samples, strict=True)),
+                                                              start_ms, end_ms))
+                            for name, r in readers.items() if name != "floor"}
         hist = since(metrics[1][ACK_HISTOGRAM], metrics[0][ACK_HISTOGRAM]) if metrics[0] else None
         report["mf_ack_histogram"] = hist
         report["within"]["mf_ack"] = histogram_shares(hist) if hist else None
@@ -135,7 +143,7 @@ def watch_load(args: argparse.Namespace, peers: dict[str, Child], readers: dict[
         if time.monotonic() > deadline:
             raise StepFailed(f"the load did not end in {args.seconds + 120} s; see {load.log}")
         first = first or load_start(readers["floor"].samples, launched_ms)
-        if warm is None and first is not None and time.time() * 1000 >= first + WARMUP_S * 1000:
+        if warm is None and first is not None and time.time() * 1000 >= first + args.warmup * 1000:
             warm = scrape(metrics_port, (ACK_HISTOGRAM,))
         if time.monotonic() - last_report >= 5:
             progress("  " + "; ".join(f"{READERS[n]} {r.seen:,} seen, p50 of the last 5 s {recent_p50(r)} ms"
@@ -143,6 +151,11 @@ def watch_load(args: argparse.Namespace, peers: dict[str, Child], readers: dict[
             last_report = time.monotonic()
         time.sleep(POLL_S)
     return warm, scrape(metrics_port, (ACK_HISTOGRAM,))
+
+
+def paired_summary(added: list[float]) -> dict[str, Any]:
+    """Percentiles of what a peer added to each record over the floor (ms)."""
+    return {"records": len(added)} | {f"p{q}_ms": percentile(added, q) for q in (50, 90, 99)}
 
 
 def recent_p50(reader: LatencyReader, seconds: float = 5) -> str:
@@ -185,16 +198,18 @@ def table(report: dict[str, Any]) -> str | None:
         return None
     s, floor = report["settings"], windows["floor"]
     lines = [f"\n=== {s['rate']:,} rec/s x {RECORD_SIZE} B into {PARTITIONS} partitions for {s['seconds']} s "
-             f"(first {WARMUP_S} s left out); MirrorFlow overrides {s['mf_route'] or 'none'}; "
+             f"(first {s['warmup']} s left out); MirrorFlow overrides {s['mf_route'] or 'none'}; "
              f"{report['machine']['cpus']} CPUs ===",
              f"{'reader':18}{'records':>9}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'max ms':>9}"
-             f"{'added p50':>11}{'added p99':>11}"]
+             f"{'added p50':>11}{'added p99':>11}{'per record: p50':>17}{'p90':>6}{'p99':>6}"]
     for name, label in READERS.items():
         w = windows[name]
         added = added_over_floor(w, floor) if name != "floor" else {}
+        paired = (report.get("paired") or {}).get(name) or {}
         lines.append(f"{label:18}{_ms(w['records']):>9}"
                      + "".join(f"{_ms(w[k]):>9}" for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms"))
-                     + f"{_ms(added.get('p50_ms')):>11}{_ms(added.get('p99_ms')):>11}")
+                     + f"{_ms(added.get('p50_ms')):>11}{_ms(added.get('p99_ms')):>11}"
+                     + f"{_ms(paired.get('p50_ms')):>17}{_ms(paired.get('p90_ms')):>6}{_ms(paired.get('p99_ms')):>6}")
     load = report.get("load") or {}
     lines.append(f"source producer (ProducerPerformance, whole run): {_ms(load.get('producer_rate'))} rec/s, "
                  f"send->ack p50 {_ms(load.get('producer_ack_p50_ms'))} ms, "
@@ -218,6 +233,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rate", type=int, default=2000, help="records/s of the load (default 2000)")
     parser.add_argument("--seconds", type=int, default=30, help="length of the load (default 30)")
+    parser.add_argument("--warmup", type=float, default=WARMUP_S,
+                        help=f"seconds at the load's start left out of the figures (default {WARMUP_S})")
     parser.add_argument("--mf-route", default="", metavar="consumer.KEY=V,producer.KEY=V",
                         help="MirrorFlow's route overrides (e.g. producer.linger.ms=0)")
     parser.add_argument("--report", type=Path, help="write every figure to this JSON file")
@@ -239,8 +256,8 @@ def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="mirrorflow-latency-"))
-    report: dict[str, Any] = {"settings": {"rate": args.rate, "seconds": args.seconds, "mf_route": args.mf_route,
-                                           "work": str(work)}, "machine": machine()}
+    report: dict[str, Any] = {"settings": {"rate": args.rate, "seconds": args.seconds, "warmup": args.warmup,
+                                           "mf_route": args.mf_route, "work": str(work)}, "machine": machine()}
     progress(f"work dir {work}; {args.rate:,} rec/s x {RECORD_SIZE} B for {args.seconds} s")
     return run_bench(work, report, lambda: bench(work, args, report), lambda: tear_down(report),
                      lambda: False, lambda: table(report), args.keep, args.report)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+Sample = tuple[int, float]  # (CreateTime ms, seen - CreateTime ms)
+Position = tuple[int, int]  # (partition, offset)
+
 BOUNDS_MS = (5, 10, 25, 50, 100)  # bucket bounds of mirrorflow_replication_latency_seconds, in ms
 
 
@@ -35,3 +38,16 @@ def histogram_shares(hist: dict[str, Any], bounds_ms: tuple[float, ...] = BOUNDS
     count = hist["count"]
     by_ms = {round(bound * 1000, 3): n for bound, n in hist["buckets"].items()}
     return {f"{b:g}": (by_ms[b] / count if count and b in by_ms else None) for b in bounds_ms}
+
+
+def paired_added(floor: dict[Position, Sample], peer: dict[Position, Sample], start_ms: float,
+                 end_ms: float) -> list[float]:
+    """Per record created in [start_ms, end_ms): the peer's latency minus the floor's for the same record,
+    sorted. A copy into an empty topic keeps partition and offset, so records pair by position; a pair whose
+    CreateTimes differ (a duplicate moved the offsets) is left out."""
+    added = []
+    for position, (created, latency) in peer.items():
+        mine = floor.get(position)
+        if mine is not None and mine[0] == created and start_ms <= created < end_ms:
+            added.append(latency - mine[1])
+    return sorted(added)

@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))  # the bench's scripts import by file name
 
-from latency_figures import added_over_floor, histogram_shares, load_start, shares_within
+from latency_figures import added_over_floor, histogram_shares, load_start, paired_added, shares_within
 
 
 @pytest.mark.parametrize(
@@ -53,3 +53,12 @@ def test_histogram_shares() -> None:
 )
 def test_load_start(samples: list[tuple[int, float]], launched: float, expected: int | None) -> None:
     assert load_start(samples, launched) == expected
+
+
+def test_paired_added() -> None:
+    floor = {(0, 1): (1000, 5.0), (0, 2): (1001, 6.0), (1, 1): (1002, 4.0), (1, 2): (900, 3.0)}
+    peer = {(0, 1): (1000, 12.0), (0, 2): (1001, 7.0), (1, 1): (1500, 20.0), (1, 2): (900, 9.0), (2, 0): (1003, 1.0)}
+    # (1, 1): CreateTimes differ (not the same record); (1, 2): created before the window; (2, 0): floor never saw it
+    assert paired_added(floor, peer, 950, 2000) == [1.0, 7.0]
+    assert paired_added(floor, peer, 0, 2000) == [1.0, 6.0, 7.0]
+    assert paired_added({}, peer, 0, 2000) == []
