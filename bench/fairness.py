@@ -36,11 +36,19 @@ from confluent_kafka import TopicPartition  # noqa: E402
 from fairness_probe import LatencyReader, recent_max, window  # noqa: E402
 from measure import Env, raw_producer  # noqa: E402
 from peers import start_mirrorflow, start_mm2  # noqa: E402
-from procs import POLL_S, Child, Offsets, StepFailed, create_topics, progress, run_bench, tear_down  # noqa: E402
+from procs import (  # noqa: E402
+    POLL_S,
+    Child,
+    Offsets,
+    StepFailed,
+    create_topics,
+    progress,
+    run_bench,
+    start_clusters,
+    tear_down,
+)
 from scale import machine  # noqa: E402
 from scale_load import Shape, SteadyLoad  # noqa: E402
-
-from tests.support import free_port, start_pair  # noqa: E402
 
 BUSY, BUSY_PARTITIONS, RECORD_SIZE = "busy", 4, 100
 PATTERN = "busy|small-t[0-9]+"  # the regex both peers copy (the whole name must match)
@@ -67,14 +75,20 @@ def variants(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
     """``NAME=consumer.KEY=VALUE,producer.KEY=VALUE...`` -> (NAME, the route's consumer/producer overrides)."""
     name, _, settings = text.partition("=")
+    return name, parse_overrides(settings, f"--variant {text!r}: expected NAME=")
+
+
+def parse_overrides(settings: str, what: str = "") -> dict[str, Any]:
+    """``consumer.KEY=VALUE,producer.KEY=VALUE...`` -> a route's ``consumer``/``producer`` overrides;
+    a malformed item exits naming ``what`` (the option and the form expected before the settings)."""
     route: dict[str, dict[str, str]] = {}
     for item in filter(None, settings.split(",")):
         client, _, key_value = item.partition(".")
         key, _, value = key_value.partition("=")
         if client not in ("consumer", "producer") or not key or not value:
-            raise SystemExit(f"--variant {text!r}: expected NAME=consumer.KEY=VALUE,producer.KEY=VALUE...")
+            raise SystemExit(f"{what}consumer.KEY=VALUE,producer.KEY=VALUE...")
         route.setdefault(client, {})[key] = value
-    return name, route
+    return route
 
 
 def run_peer(env: Env, args: argparse.Namespace, label: str, prefix: str, launch: Any) -> dict[str, Any]:
@@ -245,13 +259,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
     """Clusters, the busy backlog, then each peer; the caller stops what is left running."""
-    ports = {"source": free_port(), "target": free_port()}
-    while ports["target"] in (ports["source"], ports["source"] + 1) or ports["source"] == ports["target"] + 1:
-        ports["target"] = free_port()
-    progress(f"starting clusters source=127.0.0.1:{ports['source']} target=127.0.0.1:{ports['target']} (heap 1g)")
-    report["_clusters"] = start_pair(work / "clusters", ports, heap="1g")
-    env = Env(work, *(c.spec.bootstrap_servers for c in report["_clusters"]), records=args.backlog,
-              latency_seconds=0)
+    env = Env(work, *start_clusters(work, report), records=args.backlog, latency_seconds=0)
     create_topics(env.source, {BUSY: BUSY_PARTITIONS} | {name: 1 for name in Shape("small", args.small, 1).names})
     report["backlog"] = raw_producer(env, BUSY, RECORD_SIZE)
     for name, route in variants(args).items():

@@ -1,4 +1,5 @@
-"""The fairness bench's probe: topics, the reader of the small replicas, latency per time window."""
+"""The latency probe of the fairness and latency benches: a reader noting each record's latency, and its
+figures per time window of CreateTime."""
 
 from __future__ import annotations
 
@@ -12,16 +13,18 @@ from procs import percentile
 
 class LatencyReader:
     """A thread reading the given target partitions from their start; per record it keeps
-    (CreateTime, seen on the target - CreateTime), in ms of the wall clock (same machine, same clock)."""
+    (CreateTime, seen on the target - CreateTime), in ms of the wall clock (same machine, same clock), and in
+    ``positions`` its (partition, offset)."""
 
-    def __init__(self, bootstrap: str, partitions: list[TopicPartition]) -> None:
+    def __init__(self, bootstrap: str, partitions: list[TopicPartition], name: str = "fairness") -> None:
         self.samples: list[tuple[int, float]] = []
-        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-fairness-reader",
+        self.positions: list[tuple[int, int]] = []
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{name}-reader",
                                    "enable.auto.commit": "false", "fetch.wait.max.ms": "5",
                                    "fetch.min.bytes": "1", "enable.partition.eof": "false"})
         self._consumer.assign([TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING) for tp in partitions])
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="latency-reader", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"latency-reader-{name}", daemon=True)
         self._thread.start()
 
     @property
@@ -42,10 +45,11 @@ class LatencyReader:
                 if message.error() is None:
                     created = message.timestamp()[1]
                     self.samples.append((created, seen_ms - created))
+                    self.positions.append((message.partition(), message.offset()))
 
 
 def window(samples: list[tuple[int, float]], start_ms: float, end_ms: float) -> dict[str, Any]:
-    """Count and p50/p99/max latency (ms) of the records created in [start_ms, end_ms), and the max per
+    """Count and p50/p90/p99/max latency (ms) of the records created in [start_ms, end_ms), and the max per
     second of CreateTime (flat: a standing queue; rising: a queue that fills)."""
     inside = [(created, lat) for created, lat in samples if start_ms <= created < end_ms]
     latencies = sorted(lat for _, lat in inside)
@@ -53,7 +57,8 @@ def window(samples: list[tuple[int, float]], start_ms: float, end_ms: float) -> 
     for created, lat in inside:
         second = int((created - start_ms) // 1000)
         by_second[second] = max(lat, by_second.get(second, 0.0))
-    return {"records": len(latencies), "p50_ms": percentile(latencies, 50), "p99_ms": percentile(latencies, 99),
+    return {"records": len(latencies), "p50_ms": percentile(latencies, 50), "p90_ms": percentile(latencies, 90),
+            "p99_ms": percentile(latencies, 99),
             "max_ms": latencies[-1] if latencies else None,
             "max_ms_per_second": [round(v) for _, v in sorted(by_second.items())]}
 

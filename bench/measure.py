@@ -150,6 +150,30 @@ def watch_copy(env: Env, peer: Child, label: str, target_topic: str, size: int,
     return result
 
 
+def start_load(env: Env, topic: str, count: int, size: int, rate: int) -> Child:
+    """ProducerPerformance writing ``count`` records of ``size`` B at ``rate`` rec/s (acks=all, idempotent;
+    each record's CreateTime is set at ``send()``) into the source ``topic``."""
+    return Child("ProducerPerformance(latency)", java(
+        "org.apache.kafka.tools.ProducerPerformance", "--topic", topic, "--num-records", str(count),
+        "--record-size", str(size), "--throughput", str(rate),
+        "--producer-props", f"bootstrap.servers={env.source}", "acks=all", "enable.idempotence=true"),
+        env.work / f"latency-producer-{topic}.log")
+
+
+def load_summary(producer: Child) -> str | None:
+    """ProducerPerformance's final summary line (None before it ends)."""
+    lines = [line for line in producer.log.read_text(errors="replace").splitlines() if "records sent" in line]
+    return lines[-1].strip() if lines else None
+
+
+def load_figures(summary: str | None) -> dict[str, Any]:
+    """The source-side share from ProducerPerformance's summary: its rate and its own send -> ack p50/p99."""
+    m = re.search(r"([\d.]+) records/sec.* (\d+) ms 50th, \d+ ms 95th, (\d+) ms 99th", summary or "")
+    if not m:
+        return {}
+    return {"producer_rate": float(m[1]), "producer_ack_p50_ms": int(m[2]), "producer_ack_p99_ms": int(m[3])}
+
+
 def measure_latency(env: Env, peer: Child, label: str, source_topic: str, target_topic: str,
                     size: int, rate: int) -> dict[str, Any]:
     """Produce at ``rate`` rec/s for ~latency_seconds; latency = seen on target - CreateTime."""
@@ -178,11 +202,7 @@ def measure_latency(env: Env, peer: Child, label: str, source_topic: str, target
         offsets.close()
     count = int(rate * env.latency_seconds)
     progress(f"  {label}: latency run, {count:,} records at {rate:,} rec/s ({env.latency_seconds:.0f} s)")
-    producer = Child("ProducerPerformance(latency)", java(
-        "org.apache.kafka.tools.ProducerPerformance", "--topic", source_topic, "--num-records", str(count),
-        "--record-size", str(size), "--throughput", str(rate),
-        "--producer-props", f"bootstrap.servers={env.source}", "acks=all", "enable.idempotence=true"),
-        env.work / f"latency-producer-{source_topic}.log")
+    producer = start_load(env, source_topic, count, size, rate)
     latencies: list[float] = []
     created: list[int] = []
     deadline = time.monotonic() + env.latency_seconds + 120
@@ -201,7 +221,7 @@ def measure_latency(env: Env, peer: Child, label: str, source_topic: str, target
                     latencies.append(seen_ms - ts)
                     created.append(ts)
         producer.process.wait(60)
-        summary = [line for line in producer.log.read_text(errors="replace").splitlines() if "records sent" in line]
+        summary = load_summary(producer)
     finally:
         producer.stop(5)
         consumer.close()
@@ -220,11 +240,7 @@ def measure_latency(env: Env, peer: Child, label: str, source_topic: str, target
               "p50_ms": percentile(latencies, 50), "p99_ms": percentile(latencies, 99),
               "p999_ms": percentile(latencies, 99.9), "steady_p50_ms": percentile(steady, 50),
               "steady_p99_ms": percentile(steady, 99), "max_ms": latencies[-1] if latencies else None,
-              "producer_summary": summary[-1].strip() if summary else None}
-    if summary:  # the source-side share: ProducerPerformance's own send -> ack latency
-        m = re.search(r"([\d.]+) records/sec.* (\d+) ms 50th, \d+ ms 95th, (\d+) ms 99th", summary[-1])
-        if m:
-            result.update(producer_rate=float(m[1]), producer_ack_p50_ms=int(m[2]), producer_ack_p99_ms=int(m[3]))
+              "producer_summary": summary} | load_figures(summary)
     progress(f"  {label}: latency p50 {result['p50_ms']:.0f} ms, p99 {result['p99_ms']:.0f} ms "
              f"(after the first {WARMUP_S} s: p50 {result['steady_p50_ms'] or 0:.0f}, "
              f"p99 {result['steady_p99_ms'] or 0:.0f}), "

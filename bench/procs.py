@@ -237,6 +237,20 @@ def run_bench(work: Path, report: dict[str, Any], body: Callable[[], None], tear
 
 
 
+def start_clusters(work: Path, report: dict[str, Any]) -> tuple[str, str]:
+    """Two fresh single-node KRaft clusters (source, target; 1 GiB heap each) on free loopback ports, kept in
+    ``report["_clusters"]`` for :func:`tear_down`; returns their bootstrap servers."""
+    from tests.support import free_port, start_pair
+
+    ports = {"source": free_port(), "target": free_port()}
+    while ports["target"] in (ports["source"], ports["source"] + 1) or ports["source"] == ports["target"] + 1:
+        ports["target"] = free_port()
+    progress(f"starting clusters source=127.0.0.1:{ports['source']} target=127.0.0.1:{ports['target']} (heap 1g)")
+    report["_clusters"] = start_pair(work / "clusters", ports, heap="1g")
+    source, target = (c.spec.bootstrap_servers for c in report["_clusters"])
+    return source, target
+
+
 def tear_down(report: dict[str, Any]) -> None:
     """Stop what a bench started, newest first: its load (``report["_load"]``), every child process still
     running, its clusters (``report["_clusters"]``); the keys are taken out of the report."""

@@ -36,13 +36,13 @@ sys.path.insert(0, str(REPO))
 
 from measure import Env  # noqa: E402
 from peers import MF_SOURCE_ALIAS, start_mirrorflow, start_mm2  # noqa: E402
-from procs import Child, StepFailed, progress, run_bench, tear_down  # noqa: E402
+from procs import Child, StepFailed, progress, run_bench, start_clusters, tear_down  # noqa: E402
 from scale_control import GROUP_PREFIX, commit_groups, end_offsets, page_probe, timed_cli  # noqa: E402
 from scale_load import Shape, SteadyLoad, create_shape, measure_idle, watch_startup  # noqa: E402
 from scale_metrics import LOOP_TURN, LOOP_TURN_REFRESHING, REFRESH, REFRESH_STALL_S, scrape, since, summary  # noqa: E402
 from scale_profile import Sampler, loop_hotspots  # noqa: E402
 
-from tests.support import free_port, start_pair  # noqa: E402
+from tests.support import free_port  # noqa: E402
 
 GROUP_TOPICS = 4  # the groups commit on this many of the route's topics
 QUIET_SETTLE_S = 3.0  # after pausing the load, before the no-load window
@@ -281,12 +281,7 @@ def machine() -> dict[str, Any]:
 def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
     """Clusters, topics, load, then each peer; the caller stops what is left running."""
     shape = Shape(f"scale{args.topics}x{args.partitions}", args.topics, args.partitions)
-    ports = {"source": free_port(), "target": free_port()}
-    while ports["target"] in (ports["source"], ports["source"] + 1) or ports["source"] == ports["target"] + 1:
-        ports["target"] = free_port()
-    progress(f"starting clusters source=127.0.0.1:{ports['source']} target=127.0.0.1:{ports['target']} (heap 1g)")
-    report["_clusters"] = start_pair(work / "clusters", ports, heap="1g")
-    env = Env(work, *(c.spec.bootstrap_servers for c in report["_clusters"]), records=0, latency_seconds=0)
+    env = Env(work, *start_clusters(work, report), records=0, latency_seconds=0)
     progress(f"creating {shape.topics:,} topics x {shape.partitions} partitions ({shape.pattern})")
     report["settings"]["create_s"] = round(create_shape(env.source, shape), 1)
     load = report["_load"] = SteadyLoad(env.source, shape, args.rate)

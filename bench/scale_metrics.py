@@ -15,11 +15,11 @@ STALL_S = 0.1  # a turn waits ~50 ms at most when idle: a longer one held the lo
 REFRESH_STALL_S = 0.05  # the issue's goal: a refresh never holds the loop up for more than 50 ms
 
 
-def scrape(port: int) -> dict[str, dict[str, Any]]:
-    """The histograms of the worker on ``port`` (summed over routes), as :func:`histograms` returns them."""
+def scrape(port: int, names: tuple[str, ...] = (REFRESH, LOOP_TURN, LOOP_TURN_REFRESHING)) -> dict[str, dict[str, Any]]:
+    """The named histograms of the worker on ``port`` (summed over routes), as :func:`histograms` returns them."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
-        return histograms(answer.read().decode(), (REFRESH, LOOP_TURN, LOOP_TURN_REFRESHING))
+        return histograms(answer.read().decode(), names)
 
 
 def histograms(text: str, names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
