@@ -44,6 +44,7 @@ from scale import machine  # noqa: E402
 
 from bench.chaoslib.cluster import ProxiedCluster, start_clusters  # noqa: E402
 from bench.chaoslib.toxiproxy import ToxiproxyClient, ToxiproxyServer  # noqa: E402
+from replicator.kafka.clients import PRODUCER_DEFAULTS  # noqa: E402
 
 TOPIC = "link"
 TOXIPROXY = REPO / ".cache" / "bin" / "toxiproxy-server"
@@ -94,12 +95,13 @@ def shape_link(proxies: ToxiproxyClient, proxy: str, link: Link) -> list[str]:
     return names
 
 
-# MirrorFlow's producer defaults that matter on a long link (replicator/kafka/clients.py), given to the
-# link's raw producer and to the tuned MirrorMaker 2 run, so that each is measured at its best.
-TUNED_PRODUCER = {"batch.size": str(1024 * 1024), "linger.ms": "5", "compression.type": "lz4"}
+# MirrorFlow's producer defaults that matter on a long link, given to the link's raw producer and to the
+# tuned MirrorMaker 2 run, so that each is measured at its best.
+TUNED_PRODUCER = {key: PRODUCER_DEFAULTS[key] for key in ("batch.size", "linger.ms", "compression.type")}
 
 
-def copy_once(env: Env, watch: Env, label: str, launch: Any, target_topic: str, args: argparse.Namespace) -> dict[str, Any]:
+def copy_once(env: Env, watch: Env, label: str, launch: Any, target_topic: str,
+              args: argparse.Namespace) -> dict[str, Any]:
     """Launch a peer, watch it copy the backlog into ``target_topic`` (at most ``--budget`` s), stop it."""
     progress(f"{label}: starting, copying {TOPIC} -> {target_topic}")
     peer: Child = launch()

@@ -1,0 +1,217 @@
+#!/usr/bin/env python
+"""How many offset syncs each peer writes, and what its offset-syncs topic keeps: MirrorFlow vs MirrorMaker 2.
+
+Run from the repository root::
+
+    .venv/bin/python bench/offset_syncs.py [--records 100000] [--per-transaction 100]
+
+On two fresh single-node KRaft clusters, two 4-partition source topics get ``--records``
+records of 100 B each: ``plain`` from a plain idempotent producer, ``txn`` from a
+transactional one committing every ``--per-transaction`` records (Kafka Streams with
+exactly-once, or any transactional writer: each commit leaves a marker offset in every
+partition it wrote). Each peer then copies both topics; once every record is on the target
+its offset-syncs topic is read and its syncs counted per source topic. A sync keeps the
+committed offsets of groups translatable: MirrorFlow writes one where the offset map changes
+(a run of records starts), each with its own key (all kept by compaction); MirrorMaker 2 one
+every ``offset.lag.max`` (100) records at most, keyed by partition (compaction keeps the last).
+
+The figures are extrapolated to a day at ``--day-rate`` records/s per partition with a
+transaction every ``--day-transaction-ms``: syncs written, and what compaction leaves.
+Figures only: nothing here asserts anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
+from measure import PARTITIONS, Env, raw_producer, watch_copy  # noqa: E402
+from peers import start_mirrorflow, start_mm2  # noqa: E402
+from procs import Child, StepFailed, create_topics, progress, run_bench, tear_down  # noqa: E402
+from scale import machine  # noqa: E402
+
+from replicator.domain.offset_sync import decode_sync  # noqa: E402
+from tests.support import free_port, start_pair  # noqa: E402
+
+TOPICS = ("plain", "txn")
+SIZE = 100
+DAY_S = 86_400
+MF_ALIAS, MM2_ALIAS = "mf", "source"
+
+
+def write_transactions(bootstrap: str, topic: str, records: int, per_transaction: int) -> dict[str, Any]:
+    """``records`` records round-robin over the partitions, committed every ``per_transaction``."""
+    progress(f"transactional producer: {records:,} x {SIZE} B into {topic}, a commit every {per_transaction}")
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"bench-{topic}", "linger.ms": "5"})
+    producer.init_transactions(30)
+    started, value, transactions = time.monotonic(), b"x" * SIZE, 0
+    for first in range(0, records, per_transaction):
+        producer.begin_transaction()
+        for n in range(first, min(records, first + per_transaction)):
+            producer.produce(topic, value, partition=n % PARTITIONS)
+        producer.commit_transaction(30)
+        transactions += 1
+    seconds = time.monotonic() - started
+    progress(f"  {transactions:,} transactions in {seconds:.1f} s")
+    return {"records": records, "transactions": transactions, "seconds": round(seconds, 2)}
+
+
+def read_all(bootstrap: str, topic: str) -> list[tuple[bytes, bytes]]:
+    """Every (key, value) of a one-partition topic, from its start to its end now."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-offset-syncs-reader",
+                         "enable.auto.commit": "false"})
+    try:
+        _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        out: list[tuple[bytes, bytes]] = []
+        deadline = time.monotonic() + 60
+        position = 0
+        while position < high:
+            if time.monotonic() > deadline:
+                raise StepFailed(f"reading {topic}: {position}/{high} after 60 s")
+            for message in consumer.consume(10_000, 0.5):
+                if message.error() is None:
+                    out.append((message.key() or b"", message.value() or b""))
+                    position = message.offset() + 1
+        return out
+    finally:
+        consumer.close()
+
+
+def mf_sync_topic(key: bytes, value: bytes) -> str:
+    """The source topic of one of MirrorFlow's offset syncs."""
+    return decode_sync(key, value).topic
+
+
+def mm2_sync_topic(key: bytes, _value: bytes) -> str:
+    """The source topic named by MirrorMaker 2's offset-sync key (a short-prefixed string, then the partition)."""
+    (length,) = struct.unpack(">h", key[:2])
+    return key[2:2 + length].decode()
+
+
+def count_syncs(records: list[tuple[bytes, bytes]], topic_of: Any) -> dict[str, dict[str, int]]:
+    """Per source topic: syncs and their bytes (key + value)."""
+    counts: dict[str, dict[str, int]] = {}
+    for key, value in records:
+        entry = counts.setdefault(topic_of(key, value), {"syncs": 0, "bytes": 0})
+        entry["syncs"] += 1
+        entry["bytes"] += len(key) + len(value)
+    return counts
+
+
+def per_day(syncs: int, records: int, transactions: int, args: argparse.Namespace, per_record: bool) -> float:
+    """Syncs a day at ``--day-rate`` per partition: from the measured syncs per record, or per transaction."""
+    if per_record:
+        return syncs / records * args.day_rate * PARTITIONS * DAY_S if records else 0.0
+    return syncs / transactions * (DAY_S * 1000 / args.day_transaction_ms) if transactions else 0.0
+
+
+def run_peer(env: Env, label: str, launch: Any, prefix: str, sync_source: str, sync_topic: str,
+             topic_of: Any) -> dict[str, Any]:
+    progress(f"{label}: starting on {', '.join(TOPICS)}")
+    peer: Child = launch()
+    result: dict[str, Any] = {"label": label}
+    try:
+        for topic in TOPICS:
+            result[f"copy_{topic}"] = watch_copy(env, peer, f"{label} {topic}", f"{prefix}{topic}", SIZE)
+        time.sleep(2)  # the last syncs are written after the records they describe are acknowledged
+        result["syncs"] = count_syncs(read_all(sync_source, sync_topic), topic_of)
+        progress(f"  {label}: offset syncs per source topic: {result['syncs']}")
+    except StepFailed as failure:
+        progress(f"  FAILED: {failure}")
+        result["error"] = str(failure)
+    finally:
+        result["exit_code"] = peer.stop(60)
+    return result
+
+
+def table(report: dict[str, Any]) -> str:
+    s, txn = report["settings"], report.get("transactions") or {}
+    lines = [f"\n=== {s['records']:,} records x {SIZE} B per topic on {PARTITIONS} partitions; txn: a commit every "
+             f"{s['per_transaction']} records ({txn.get('transactions', 0):,} transactions) ===",
+             f"{'peer':16}{'topic':7}{'syncs':>8}{'per 1M records':>16}{'bytes':>9}"
+             f"{'a day: written':>16}{'a day: kept':>13}"]
+    for run in report["runs"]:
+        for topic in TOPICS:
+            found = (run.get("syncs") or {}).get(topic, {"syncs": 0, "bytes": 0})
+            syncs = found["syncs"]
+            mirrorflow = run["label"] == "MirrorFlow"
+            # MirrorFlow: a sync per run start, i.e. per transaction in `txn` (a marker breaks the run), and
+            # per start-up in `plain`; MM2: per offset.lag.max records. Kept: MirrorFlow's keys are distinct.
+            by_record = not (mirrorflow and topic == "txn")
+            day = per_day(syncs, s["records"], txn.get("transactions", 0) if topic == "txn" else 0, _ns(s), by_record)
+            if mirrorflow and topic == "plain":
+                day = float(syncs)  # one per partition start, whatever the rate
+            kept = day if mirrorflow else float(min(syncs, PARTITIONS))
+            lines.append(f"{run['label']:16}{topic:7}{syncs:>8,}{1e6 * syncs / s['records']:>16,.0f}"
+                         f"{found['bytes']:>9,}{day:>16,.0f}{kept:>13,.0f}")
+        if "error" in run:
+            lines.append(f"{'':16}FAILED: {run['error'][:150]}")
+    lines.append(f"a day: {s['day_rate']:,} records/s per partition, a transaction every {s['day_transaction_ms']} ms; "
+                 f"kept: after compaction (MirrorFlow keeps every sync, each has its own key; MM2 the last per "
+                 f"partition)")
+    return "\n".join(lines)
+
+
+def _ns(settings: dict[str, Any]) -> argparse.Namespace:
+    return argparse.Namespace(**settings)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=100_000, help="records per source topic (default 100,000)")
+    parser.add_argument("--per-transaction", type=int, default=100, help="records per transaction in txn")
+    parser.add_argument("--day-rate", type=int, default=100, help="records/s per partition of the day's estimate")
+    parser.add_argument("--day-transaction-ms", type=int, default=100,
+                        help="ms between transactions of the day's estimate (Kafka Streams' exactly-once commit "
+                             "interval is 100 ms)")
+    parser.add_argument("--no-mm2", action="store_true", help="skip MirrorMaker 2")
+    parser.add_argument("--report", type=Path, help="write every figure to this JSON file")
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, cluster data)")
+    args = parser.parse_args(argv)
+    if args.records < PARTITIONS or args.per_transaction < 1:
+        parser.error("--records must be at least 4 and --per-transaction at least 1")
+    return args
+
+
+def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
+    ports = {"source": free_port(), "target": free_port()}
+    while ports["target"] in (ports["source"], ports["source"] + 1) or ports["source"] == ports["target"] + 1:
+        ports["target"] = free_port()
+    progress("starting clusters")
+    report["_clusters"] = start_pair(work / "clusters", ports)
+    env = Env(work, *(c.spec.bootstrap_servers for c in report["_clusters"]), records=args.records,
+              latency_seconds=0)
+    create_topics(env.source, dict.fromkeys(TOPICS, PARTITIONS))
+    report["plain"] = raw_producer(env, "plain", SIZE)
+    report["transactions"] = write_transactions(env.source, "txn", args.records, args.per_transaction)
+    report["runs"].append(run_peer(
+        env, "MirrorFlow", lambda: start_mirrorflow(env, "syncs", list(TOPICS), alias=MF_ALIAS), f"{MF_ALIAS}.",
+        env.target, "mirrorflow-offset-syncs.bench-syncs.internal", mf_sync_topic))
+    if not args.no_mm2:
+        report["runs"].append(run_peer(
+            env, "MirrorMaker 2", lambda: start_mm2(env, "syncs", list(TOPICS), alias=MM2_ALIAS),
+            f"{MM2_ALIAS}.", env.source, "mm2-offset-syncs.target.internal", mm2_sync_topic))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="mirrorflow-offset-syncs-"))
+    report: dict[str, Any] = {"settings": vars(args) | {"report": str(args.report), "work": str(work)},
+                              "machine": machine(), "runs": []}
+    return run_bench(work, report, lambda: bench(work, args, report), lambda: tear_down(report),
+                     lambda: any("error" in run for run in report["runs"]), lambda: table(report), args.keep,
+                     args.report)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
