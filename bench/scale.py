@@ -39,7 +39,7 @@ from peers import MF_SOURCE_ALIAS, start_mirrorflow, start_mm2  # noqa: E402
 from procs import Child, StepFailed, progress, run_bench, start_clusters, tear_down  # noqa: E402
 from scale_control import GROUP_PREFIX, commit_groups, end_offsets, page_probe, timed_cli  # noqa: E402
 from scale_load import Shape, SteadyLoad, create_shape, measure_idle, watch_startup  # noqa: E402
-from scale_metrics import LOOP_TURN, LOOP_TURN_REFRESHING, REFRESH, REFRESH_STALL_S, scrape, since, summary  # noqa: E402
+from scale_metrics import LOOP_TURN, LOOP_TURN_REFRESHING, REFRESH, REFRESH_STALL_S, scrape, since, summary, tail  # noqa: E402
 from scale_profile import Sampler, loop_hotspots  # noqa: E402
 
 from tests.support import free_port  # noqa: E402
@@ -117,11 +117,12 @@ def _metric_figures(idle: dict[str, Any]) -> dict[str, Any]:
         return {"error": "no metrics scraped"}
     figures = {"refresh": summary(after[REFRESH]), "loop_turns": summary(after[LOOP_TURN]),
                "loop_turns_idle": summary(since(after[LOOP_TURN], before and before[LOOP_TURN])),
-               "loop_turns_refreshing": summary(after[LOOP_TURN_REFRESHING], REFRESH_STALL_S)}
+               "loop_turns_refreshing": summary(after[LOOP_TURN_REFRESHING], REFRESH_STALL_S)
+               | {"over_each": tail(after[LOOP_TURN_REFRESHING])}}
     r, t, w = figures["refresh"], figures["loop_turns"], figures["loop_turns_idle"]
     f = figures["loop_turns_refreshing"]
     progress(f"  MirrorFlow loop turns while a topic refresh ran: {f['count']:,}, {f['over']} over "
-             f"{REFRESH_STALL_S:g} s, longest {f['worst']} s")
+             f"{REFRESH_STALL_S:g} s, longest {f['worst']} s; over each bound (s): {f['over_each']}")
     progress(f"  MirrorFlow metrics since launch: {r['count']} topic refreshes, mean {_s(r['mean_s'])} s, worst "
              f"{r['worst']} s; {t['count']:,} loop turns, {t['over']} over 0.1 s, longest {t['worst']} s "
              f"(idle window: {w['count']:,} turns, {w['over']} over 0.1 s, longest {w['worst']} s)")
@@ -207,7 +208,8 @@ def table(report: dict[str, Any]) -> str:
     refreshing = ((report.get("mirrorflow") or {}).get("metrics") or {}).get("loop_turns_refreshing")
     if refreshing:
         lines.append(f"MirrorFlow loop turns while a topic refresh ran: {refreshing['count']:,}, "
-                     f"{refreshing['over']} over {refreshing['over_s']:g} s, longest {refreshing['worst']} s")
+                     f"{refreshing['over']} over {refreshing['over_s']:g} s, longest {refreshing['worst']} s "
+                     f"(over each bound, s: {refreshing.get('over_each', {})})")
     for key, label in (("mirrorflow", "MirrorFlow"), ("mm2", "MirrorMaker 2")):
         for window, name in (("idle", "under the load"), ("quiet", "no load")):
             threads = ((report.get(key) or {}).get(window) or {}).get("threads_cpu_pct") or {}

@@ -24,6 +24,9 @@ WORKER_ID_ENV = "MIRRORFLOW_WORKER_ID"
 _WORKER_ID = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 
 
+LOOP_SWITCH_INTERVAL_S = 0.0005
+
+
 def worker_id_of(args: argparse.Namespace) -> str | None:
     """The ``--worker-id`` (static group membership), checked; None when not given."""
     from replicator.errors import UsageError
@@ -47,6 +50,10 @@ def run_routes(args: argparse.Namespace) -> int:
         from replicator.errors import ConfigError
 
         raise ConfigError("the config has no routes to run")
+    # The copy loops share the GIL with their topic refresh threads (the metadata of thousands of topics,
+    # in Python): at the default 5 ms switch interval each of the loop's many GIL re-acquisitions per
+    # turn could wait a whole interval, holding a turn 50-250 ms while a refresh ran (bench/scale.py).
+    sys.setswitchinterval(LOOP_SWITCH_INTERVAL_S)
     stop = threading.Event()
     store = _start(config, routes, stop)
     if store is None:

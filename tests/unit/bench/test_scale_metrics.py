@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from bench.scale_metrics import LOOP_TURN, REFRESH, histograms, since, summary
+from bench.scale_metrics import LOOP_TURN, REFRESH, histograms, since, summary, tail
 
 
 def _exposition(refresh: list[float], turns: list[float]) -> str:
@@ -37,3 +37,8 @@ def test_since_keeps_only_the_window() -> None:
     after = histograms(_exposition([], [0.3, 0.01, 0.01]), (LOOP_TURN,))[LOOP_TURN]
     window = summary(since(after, before))
     assert window["count"] == 2 and window["over"] == 0 and window["worst"] == "<=0.05"
+
+
+def test_tail_counts_the_observations_over_each_bound_above_the_idle_wait() -> None:
+    hist = {"count": 10.0, "sum": 1.0, "buckets": {0.05: 6.0, 0.1: 8.0, 0.25: 9.0, 1.0: 10.0, float("inf"): 10.0}}
+    assert tail(hist) == {"0.1": 2, "0.25": 1, "1": 0}
