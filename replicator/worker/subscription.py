@@ -35,6 +35,27 @@ log = logging.getLogger(__name__)
 REFRESH_SECONDS = 5.0
 
 
+# Topic ids checked per look beside the new topics': describing thousands of topics every refresh built
+# their descriptions in one long hold of the GIL (~40 ms at 2,000) that the copy loop waited for. Each
+# known topic's id is still checked every ceil(topics / ID_CHECKS_PER_LOOK) looks.
+ID_CHECKS_PER_LOOK = 250
+
+
+def rotating_share(names: list[str], seen: frozenset[str], cursor: int,
+                   size: int | None = None) -> tuple[list[str], int]:
+    """The topics whose ids a look checks: every name not ``seen`` before, and the next ``size`` (default
+    ``ID_CHECKS_PER_LOOK``) of the others from ``cursor`` on, wrapping around; and the cursor of the next
+    look (pure)."""
+    size = ID_CHECKS_PER_LOOK if size is None else size
+    new = [n for n in names if n not in seen]
+    known = [n for n in names if n in seen]
+    if len(known) <= size:
+        return new + known, 0
+    start = cursor % len(known)
+    share = known[start:start + size] + known[:max(0, start + size - len(known))]
+    return new + share, (start + size) % len(known)
+
+
 @dataclass(frozen=True, slots=True)
 class Look:
     """What one look found: topic ids always; the rest only when the selection changed (or a hold)."""
@@ -66,6 +87,7 @@ class Subscription:
         self.limit_of: dict[str, int] = {}  # source topic -> its target topic's max.message.bytes
         self.state = StateLink(route, store)
         self.topic_ids: dict[str, str] = {}  # last id seen per source topic, kept after it vanishes
+        self._id_cursor = 0  # where the next look's share of known topics starts (see rotating_share)
         self._recreations: set[tuple[str, str]] = set()
         self.recreations = 0  # source topics seen deleted and created again (each new id once)
         self._next = 0.0
@@ -116,11 +138,12 @@ class Subscription:
         ensure, self._ensure_targets = self._ensure_targets, False
         future: Future[Look] = Future()
         known = dict(self.partitions)  # what the loop copies now: looks run one at a time, each applied first
+        seen = frozenset(self.topic_ids)
 
         def look() -> None:
             started = time.monotonic()
             try:
-                found = self._look_at_topics(known, ensure)
+                found = self._look_at_topics(known, ensure, seen)
                 metrics.TOPIC_REFRESH.labels(self.route.name).observe(time.monotonic() - started)
                 future.set_result(found)
             except BaseException as exc:  # noqa: BLE001 - handed to the loop, which reports it
@@ -155,7 +178,7 @@ class Subscription:
                  len(self.partitions), ",".join(new) or "-", ",".join(gone) or "-")
         return look.names
 
-    def _look_at_topics(self, known: dict[str, int], ensure: bool) -> Look:
+    def _look_at_topics(self, known: dict[str, int], ensure: bool, seen: frozenset[str] = frozenset()) -> Look:
         """The look itself (in its own thread): the state DB's hold and hand-made topics, what the source has,
         what the route selects, target topics made ready, the topic statuses stored."""
         assert self._source is not None and self._target is not None
@@ -168,7 +191,8 @@ class Subscription:
             self._sync_topic_ready = True
         selection = select_topics(source_partitions(self._source), self.route.topic_filter, self.policy,
                                   self.route.target, added, removed)
-        ids = self.describe_ids(selection.names)
+        checked, self._id_cursor = rotating_share(selection.names, seen, self._id_cursor)
+        ids = self.describe_ids(checked)
         unchanged = dict(selection.partitions) == known
         if unchanged and not ensure:
             return Look(ids)

@@ -133,3 +133,38 @@ def test_refresh_is_due_again_after_its_interval_or_when_forced(kafka: FakeKafka
     assert not sub.due()
     sub.force_refresh()
     assert sub.due()
+
+
+def test_a_look_checks_every_new_topic_and_a_rotating_share_of_the_known_ones() -> None:
+    from replicator.worker.subscription import rotating_share
+
+    names = [f"t{i}" for i in range(10)]
+    assert rotating_share(names, frozenset(), 0, size=3) == (names, 0)  # all new: all checked
+    seen = frozenset(names[:8])  # t8, t9 are new
+    checked, cursor = rotating_share(names, seen, 0, size=3)
+    assert checked == ["t8", "t9", "t0", "t1", "t2"] and cursor == 3
+    looks = [checked]
+    for _ in range(3):
+        checked, cursor = rotating_share(names, seen, cursor, size=3)
+        looks.append(checked)
+    assert looks[2] == ["t8", "t9", "t6", "t7", "t0"]  # wraps around
+    assert set().union(*looks[:3]) == set(names)  # every known topic within ceil(8 / 3) looks
+    assert rotating_share(names, seen, 5, size=8) == (names[8:] + names[:8], 0)  # few topics: all, always
+
+
+def test_among_many_topics_a_recreated_one_is_found_within_its_share_of_looks(
+        kafka: FakeKafka, monkeypatch: pytest.MonkeyPatch) -> None:
+    from replicator.worker import subscription as module
+
+    monkeypatch.setattr(module, "ID_CHECKS_PER_LOOK", 2)
+    for n in range(6):
+        kafka["source"].create_topic(f"t{n}", 1)
+    sub = subscription(kafka, topics="['t.*']")
+    sub.refresh()  # all new: every id known
+    kafka["source"].delete_topic("t5")
+    kafka["source"].create_topic("t5", 1)
+    looks = 0
+    while sub.recreations == 0 and looks < 10:
+        sub.refresh()
+        looks += 1
+    assert sub.recreations == 1 and looks <= 3  # 6 known topics, 2 a look
