@@ -119,10 +119,14 @@ def _metric_figures(idle: dict[str, Any]) -> dict[str, Any]:
                "loop_turns_idle": summary(since(after[LOOP_TURN], before and before[LOOP_TURN])),
                "loop_turns_refreshing": summary(after[LOOP_TURN_REFRESHING], REFRESH_STALL_S)
                | {"over_each": tail(after[LOOP_TURN_REFRESHING])}}
+    steady = since(after[LOOP_TURN_REFRESHING], before and before[LOOP_TURN_REFRESHING])
+    figures["loop_turns_refreshing_idle"] = summary(steady, REFRESH_STALL_S) | {"over_each": tail(steady)}
     r, t, w = figures["refresh"], figures["loop_turns"], figures["loop_turns_idle"]
     f = figures["loop_turns_refreshing"]
+    g = figures["loop_turns_refreshing_idle"]
     progress(f"  MirrorFlow loop turns while a topic refresh ran: {f['count']:,}, {f['over']} over "
-             f"{REFRESH_STALL_S:g} s, longest {f['worst']} s; over each bound (s): {f['over_each']}")
+             f"{REFRESH_STALL_S:g} s, longest {f['worst']} s; over each bound (s): {f['over_each']} "
+             f"(idle window: {g['count']:,}, {g['over']} over {REFRESH_STALL_S:g} s, longest {g['worst']} s)")
     progress(f"  MirrorFlow metrics since launch: {r['count']} topic refreshes, mean {_s(r['mean_s'])} s, worst "
              f"{r['worst']} s; {t['count']:,} loop turns, {t['over']} over 0.1 s, longest {t['worst']} s "
              f"(idle window: {w['count']:,} turns, {w['over']} over 0.1 s, longest {w['worst']} s)")
@@ -210,6 +214,10 @@ def table(report: dict[str, Any]) -> str:
         lines.append(f"MirrorFlow loop turns while a topic refresh ran: {refreshing['count']:,}, "
                      f"{refreshing['over']} over {refreshing['over_s']:g} s, longest {refreshing['worst']} s "
                      f"(over each bound, s: {refreshing.get('over_each', {})})")
+    steady = ((report.get("mirrorflow") or {}).get("metrics") or {}).get("loop_turns_refreshing_idle")
+    if steady:
+        lines.append(f"  of them in the idle window: {steady['count']:,}, {steady['over']} over "
+                     f"{steady['over_s']:g} s, longest {steady['worst']} s")
     for key, label in (("mirrorflow", "MirrorFlow"), ("mm2", "MirrorMaker 2")):
         for window, name in (("idle", "under the load"), ("quiet", "no load")):
             threads = ((report.get(key) or {}).get(window) or {}).get("threads_cpu_pct") or {}
