@@ -46,6 +46,7 @@ class Checker:
     # bound). A stalled stream that moves again is waited for again.
     stalled: set[Stream] = field(default_factory=set)
     _positions: dict[Stream, int] = field(default_factory=dict)
+    _duplicates_of: dict[Stream, int] = field(default_factory=dict)  # per stream, at the previous check
     final_lost: set[tuple[Stream, int]] = field(default_factory=set)
 
     def settle(self, heal: Heal) -> tuple[float | None, float | None]:
@@ -104,6 +105,7 @@ class Checker:
         new_lost = tally.lost_records() - self.lost.keys()
         self.lost.update(dict.fromkeys(new_lost, index))
         duplicates, self.duplicates = tally.total("duplicates") - self.duplicates, tally.total("duplicates")
+        by_partition = self._new_duplicates(tally)
         new_tracebacks = self.chaos.supervisor.new_tracebacks()
         self.tracebacks.update(new_tracebacks)
         self._update_stalled(tally)
@@ -114,7 +116,17 @@ class Checker:
                             None if flow_s is None else round(flow_s, 2),
                             None if settle_s is None else round(settle_s, 2), len(new_lost), duplicates,
                             tuple(self.chaos.supervisor.exits[exits_before:]), bool(new_tracebacks),
-                            round(injected_at - self.began, 1))
+                            round(injected_at - self.began, 1), duplicates_by_partition=by_partition)
+
+    def _new_duplicates(self, tally: Tally, shown: int = 5) -> tuple[tuple[str, int], ...]:
+        """The streams that got extra copies since the previous check, most first (where to look first)."""
+        grown = []
+        for stream, found in tally.streams.items():
+            before = self._duplicates_of.get(stream, 0)
+            if found.duplicates > before:
+                grown.append((str(stream), found.duplicates - before))
+            self._duplicates_of[stream] = found.duplicates
+        return tuple(sorted(grown, key=lambda item: (-item[1], item[0]))[:shown])
 
     def _retention(self, topic: str) -> str:
         got, _ = self.chaos.reader.snapshot()

@@ -36,6 +36,7 @@ class FaultOutcome:
     traceback: bool = False
     at_s: float = 0.0  # when it was injected, seconds since the run began
     lost: int = 0  # of those found missing here, how many were still missing at the end
+    duplicates_by_partition: tuple[tuple[str, int], ...] = ()  # (stream, new extra copies), most first
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,6 +85,9 @@ def _setup(settings: Settings, work: Path, stack: contextlib.ExitStack, began: f
     return chaos
 
 
+LARGE_DUPLICATES = 100  # a fault that repeated more names the partitions (the JSON report always does)
+
+
 def _line(outcome: FaultOutcome, checker: Checker, cycles: int) -> str:
     exits = [f"{e.worker} exit {e.code}: {e.reason}" for e in outcome.exits if not e.expected]
     flow = "-" if outcome.flow_s is None else f"{outcome.flow_s:.1f}s"
@@ -93,6 +96,8 @@ def _line(outcome: FaultOutcome, checker: Checker, cycles: int) -> str:
             f"({outcome.detail}): settled {settle}, flow {flow}, "
             f"missing {outcome.missing} (total {len(checker.lost)}), "
             f"dups +{outcome.duplicates} (total {checker.duplicates})"
+            + (f" [{', '.join(f'{s} +{n}' for s, n in outcome.duplicates_by_partition)}]"
+               if outcome.duplicates >= LARGE_DUPLICATES else "")
             + (" TRACEBACK" if outcome.traceback else "") + "".join(f"\n    {e}" for e in exits))
 
 
