@@ -36,11 +36,10 @@ sys.path.insert(0, str(REPO))
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
 from measure import PARTITIONS, Env, raw_producer, watch_copy  # noqa: E402
 from peers import start_mirrorflow, start_mm2  # noqa: E402
-from procs import Child, StepFailed, create_topics, progress, run_bench, tear_down  # noqa: E402
+from procs import Child, StepFailed, create_topics, progress, run_bench, start_clusters, tear_down  # noqa: E402
 from scale import machine  # noqa: E402
 
 from replicator.domain.offset_sync import decode_sync  # noqa: E402
-from tests.support import free_port, start_pair  # noqa: E402
 
 TOPICS = ("plain", "txn")
 SIZE = 100
@@ -184,13 +183,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
-    ports = {"source": free_port(), "target": free_port()}
-    while ports["target"] in (ports["source"], ports["source"] + 1) or ports["source"] == ports["target"] + 1:
-        ports["target"] = free_port()
-    progress("starting clusters")
-    report["_clusters"] = start_pair(work / "clusters", ports)
-    env = Env(work, *(c.spec.bootstrap_servers for c in report["_clusters"]), records=args.records,
-              latency_seconds=0)
+    env = Env(work, *start_clusters(work, report), records=args.records, latency_seconds=0)
     create_topics(env.source, dict.fromkeys(TOPICS, PARTITIONS))
     report["plain"] = raw_producer(env, "plain", SIZE)
     report["transactions"] = write_transactions(env.source, "txn", args.records, args.per_transaction)
