@@ -179,6 +179,15 @@ class SlaSettings(_Frozen):
         return SlaThresholds(self.heartbeat_age, self.max_lag, self.audit_must_be_clean, self.heartbeats)
 
 
+class TransactionSettings(_Frozen):
+    """``routes[].transactions``: how an exactly-once route groups its records into transactions."""
+
+    # A transaction commits this often (ms) or at this many records, whichever comes first. Its commit is
+    # the floor of the route's latency; a shorter interval costs a commit (and a marker per partition).
+    interval_ms: int = Field(default=100, ge=1, le=60_000)
+    max_records: int = Field(default=100_000, ge=1)
+
+
 class RouteConfig(_Frozen):
     """One replication flow ``source → target``."""
 
@@ -190,7 +199,8 @@ class RouteConfig(_Frozen):
     include_internal: bool = False
     policy: Literal["prefix", "identity"] | MappingPolicy = "prefix"
     separator: str = Field(default=".", min_length=1)
-    guarantee: Literal["at-least-once"] = "at-least-once"
+    guarantee: Literal["at-least-once", "exactly-once"] = "at-least-once"
+    transactions: TransactionSettings = TransactionSettings()
     start: Literal["earliest", "latest"] | dt.datetime = "earliest"
     on_data_loss: Literal["continue", "fail"] = "continue"
     # A record the target refuses (larger than its topic accepts): stop the route
@@ -285,6 +295,7 @@ class Config(_Frozen):
                 problems.append(
                     f"{where}.policy: identity would replicate {route.source!r} onto itself"
                 )
+            problems.extend(f"{where}.{problem}" for problem in _guarantee_problems(route))
         if problems:
             raise ConfigError(problems)
         return self
@@ -309,6 +320,19 @@ class Config(_Frozen):
             known = ", ".join(sorted(self.clusters))
             raise ConfigError(f"unknown cluster {name!r} (known: {known})")
         return self.clusters[name]
+
+
+def _guarantee_problems(route: RouteConfig) -> list[str]:
+    """Settings an exactly-once route cannot honour yet, or an at-least-once route would ignore."""
+    if route.guarantee == "at-least-once":
+        if "transactions" in route.model_fields_set:
+            return ["transactions: only an exactly-once route has transactions (guarantee: exactly-once); "
+                    "remove it"]
+        return []
+    if route.on_refused_record == "dead-letter":
+        return ["on_refused_record: dead-letter is not available with guarantee exactly-once yet (the dead-letter "
+                "topic would be written outside the route's transactions); use fail"]
+    return []
 
 
 def _location(loc: tuple[int | str, ...]) -> str:

@@ -48,9 +48,11 @@ def produce(bootstrap: str, topic: str, records: Iterable[Rec], **config: str) -
     return count
 
 
-def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    """High watermark per partition (0 for a partition that does not exist yet)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorflow-tests-watermarks"})
+def end_offsets(bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed") -> dict[int, int]:
+    """End offset per partition (0 for a partition that does not exist yet): the last stable offset (a
+    transaction still open holds it back), or with ``isolation`` read_uncommitted the high watermark."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorflow-tests-watermarks",
+                         "isolation.level": isolation})
     ends = {}
     try:
         for p in range(partitions):
@@ -83,6 +85,32 @@ def read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 60) -
     finally:
         consumer.close()
     return out
+
+
+def read_committed(bootstrap: str, topic: str, partitions: int, timeout: float = 90) -> dict[int, list[Rec]]:
+    """What a read_committed consumer of ``topic`` sees, from the start to the current end of the log, per
+    partition, in order: transaction markers and aborted records are not returned, and a transaction still
+    open (a killed writer's, until the target aborts it) is waited for."""
+    ends = end_offsets(bootstrap, topic, partitions, isolation="read_uncommitted")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "mirrorflow-tests-reader",
+                         "enable.auto.commit": "false", "isolation.level": "read_committed",
+                         "fetch.max.bytes": "52428800"})
+    tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
+    consumer.assign(tps)
+    out: dict[int, list[Rec]] = {p: [] for p in range(partitions)}
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            for msg in consumer.consume(5000, 0.5):
+                assert msg.error() is None, msg.error()
+                out[msg.partition()].append(Rec(msg.partition(), msg.key(), msg.value(),
+                                                tuple(msg.headers() or ()), msg.timestamp()[1]))
+            positions = {tp.partition: tp.offset for tp in consumer.position(tps)}
+            if all(positions[p] >= ends[p] for p in range(partitions)):  # markers are passed, not returned
+                return out
+            assert time.monotonic() < deadline, f"reading {topic} (read_committed) timed out at {positions} of {ends}"
+    finally:
+        consumer.close()
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:

@@ -17,6 +17,7 @@ from replicator.domain.secrets import redact
 if TYPE_CHECKING:
     from replicator.config import Config, RouteConfig
     from replicator.state.store import StateStore
+    from replicator.worker.route_worker import RouteWorker
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ def run_routes(args: argparse.Namespace) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    threads = [threading.Thread(target=work, args=(RouteWorker(config, r, store, worker_id=worker_id),),
+    threads = [threading.Thread(target=work, args=(worker_for(r)(config, r, store, worker_id=worker_id),),
                                 name=f"route-{r.name}") for r in routes]
     for thread in threads:
         thread.start()
@@ -82,6 +83,14 @@ def run_routes(args: argparse.Namespace) -> int:
     if errors:
         raise as_route_failure(errors[0])
     return 0
+
+
+def worker_for(route: RouteConfig) -> type[RouteWorker]:
+    """The worker class of ``route``'s guarantee."""
+    from replicator.worker.exactly_once import ExactlyOnceWorker
+    from replicator.worker.route_worker import RouteWorker
+
+    return ExactlyOnceWorker if route.guarantee == "exactly-once" else RouteWorker
 
 
 def _start(config: Config, routes: list[RouteConfig], stop: threading.Event) -> StateStore | None:

@@ -28,6 +28,7 @@ PRODUCER_FIXED = {
 OWNED = {
     "group.id": "every worker of a route joins the group mirrorflow-<route>",
     "group.instance.id": "a static identity is given per worker with `mirrorflow run --worker-id`",
+    "transactional.id": "an exactly-once route's workers each get one, mirrorflow-<route>-<worker id>",
 }
 
 # Keys nothing of MirrorFlow's reads: set, they would be silently ignored (and cost something).

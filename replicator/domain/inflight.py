@@ -24,7 +24,7 @@ from collections import deque
 class PartitionLedger:
     """In-flight source offsets of one partition, and how far they are settled."""
 
-    __slots__ = ("_fifo", "_holds", "committable", "expected", "placed")
+    __slots__ = ("_fifo", "_holds", "committable", "expected", "placed", "target_end")
 
     def __init__(self, placed: int | None = None) -> None:
         self._fifo: deque[int] = deque()
@@ -32,6 +32,7 @@ class PartitionLedger:
         self.committable: int | None = None
         self.placed = placed  # where copying this partition started (its first record to copy)
         self.expected = placed  # the lowest offset not yet handed to the producer (None: unknown)
+        self.target_end: int | None = None  # the target offset after the last acknowledged record, when known
 
     def resume_from(self) -> int | None:
         """Where copying stands: after the last acknowledged record, else where it started (None: unknown)."""

@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, RouteConfig
 from replicator.domain.client_rules import CONSUMER_FIXED, PRODUCER_FIXED
-from replicator.domain.naming import group_id
+from replicator.domain.naming import group_id, positions_group_id
 
 # Settings that carry the no-loss guarantee: see replicator.domain.client_rules (a config cannot change them).
 CONSUMER_DEFAULTS = {
@@ -49,16 +49,27 @@ LIBRDKAFKA_LOG = logging.getLogger("replicator.librdkafka")
 
 
 
+# An exactly-once route's producer: a transaction open longer is aborted by the target's coordinator. A worker
+# killed or frozen mid-transaction holds back what read_committed consumers of those partitions see until then
+# (plus the coordinator's check, every 10 s by default); a commit normally comes every `transactions.interval_ms`,
+# and one held longer by a slow target is aborted and copied again. Kafka Streams' exactly-once uses 10 s too.
+TRANSACTIONAL_DEFAULTS = {"transaction.timeout.ms": "10000"}
+
+
 def consumer_settings(config: Config, route: RouteConfig, worker_id: str | None = None,
                       **callbacks: Callable[..., Any]) -> dict[str, Any]:
-    """Consumer of the route's source cluster; a ``worker_id`` makes it a static member."""
+    """Consumer of the route's source cluster; a ``worker_id`` makes it a static member. An exactly-once
+    route's consumer is no member: the membership consumer on the target gives it its partitions, and it
+    commits the source group's offsets itself, once a transaction committed (a copy, for status and lag)."""
     source = config.cluster(route.source)
-    static = {"group.instance.id": worker_id} if worker_id else {}
+    exactly_once = route.guarantee == "exactly-once"
+    static = {"group.instance.id": worker_id} if worker_id and not exactly_once else {}
     return {
         **CONSUMER_DEFAULTS,
         "client.id": f"mirrorflow-{route.name}-consumer",  # a user's own client.id (quotas) wins
         **source.client_properties(route.consumer),
         **CONSUMER_FIXED,
+        **({"enable.auto.commit": "false"} if exactly_once else {}),
         "group.id": group_id(route),
         **static,
         "logger": LIBRDKAFKA_LOG,
@@ -66,14 +77,47 @@ def consumer_settings(config: Config, route: RouteConfig, worker_id: str | None 
     }
 
 
-def producer_settings(config: Config, route: RouteConfig, **callbacks: Callable[..., Any]) -> dict[str, Any]:
-    """Idempotent, acks=all producer of the route's target cluster."""
+def membership_settings(config: Config, route: RouteConfig, worker_id: str | None = None,
+                        **callbacks: Callable[..., Any]) -> dict[str, Any]:
+    """An exactly-once worker's member of the route's positions group on the *target*: it is given the
+    target partitions (the worker copies their source partitions) and fetches nothing itself."""
     target = config.cluster(route.target)
+    static = {"group.instance.id": worker_id} if worker_id else {}
+    return {
+        "client.id": f"mirrorflow-{route.name}-member",
+        **target.client_properties(route.consumer),
+        **CONSUMER_FIXED,
+        "enable.auto.commit": "false",  # its offsets are committed only inside the route's transactions
+        "group.id": positions_group_id(route),
+        **static,
+        "logger": LIBRDKAFKA_LOG,
+        **callbacks,
+    }
+
+
+def transactional_id(route: RouteConfig, worker_id: str) -> str:
+    """The transactional id of one worker of an exactly-once route (a restart under the same id aborts what
+    the crashed process left open at once; another id leaves it to the target's transaction timeout)."""
+    return f"mirrorflow-{route.name}-{worker_id}"
+
+
+def producer_settings(config: Config, route: RouteConfig, worker_id: str | None = None,
+                      **callbacks: Callable[..., Any]) -> dict[str, Any]:
+    """Idempotent, acks=all producer of the route's target cluster; transactional on an exactly-once route
+    (``worker_id`` names its transactional id)."""
+    target = config.cluster(route.target)
+    transactional = {}
+    if route.guarantee == "exactly-once":
+        if worker_id is None:
+            raise ValueError(f"route {route.name}: an exactly-once producer needs a worker id")
+        transactional = {"transactional.id": transactional_id(route, worker_id)}
     return {
         **PRODUCER_DEFAULTS,
+        **(TRANSACTIONAL_DEFAULTS if transactional else {}),
         "client.id": f"mirrorflow-{route.name}-producer",
         **target.client_properties(route.producer),
         **PRODUCER_FIXED,
+        **transactional,
         "logger": LIBRDKAFKA_LOG,
         **callbacks,
     }

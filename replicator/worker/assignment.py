@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 
 LossReporter = Callable[[str, int, tuple[int, int]], None]
 RecreationReporter = Callable[[str, str, str], None]
+Committed = Callable[[list[TopicPartition]], list[TopicPartition]]
 Watermarks = Callable[[list[tuple[str, int]]], Mapping[tuple[str, int], tuple[int, int]]]
 
 
@@ -40,14 +41,16 @@ class Positioner:
         return found[0].offset if found and found[0].offset >= 0 else None
 
     def place(self, consumer: Consumer, partitions: list[TopicPartition], topic_ids: Mapping[str, str],
-              watermarks: Watermarks) -> list[TopicPartition]:
+              watermarks: Watermarks, committed_of: Committed | None = None) -> list[TopicPartition]:
         """The assigned partitions with the offsets to start from.
 
         ``topic_ids``: the topics' current ids; a committed offset noted with another
         id counts records of a deleted topic of the same name, not of this one.
         ``watermarks``: reads the partitions' (log start, log end), all at once, after their committed offsets.
+        ``committed_of``: where the route's committed positions are read (the source group's by default;
+        an exactly-once route's come from its transactions, on the target).
         """
-        committed = consumer.committed(partitions, timeout=15)
+        committed = (committed_of or (lambda tps: consumer.committed(tps, timeout=15)))(partitions)
         marks = watermarks([(tp.topic, tp.partition) for tp in committed])
         placed = []
         for tp in committed:

@@ -26,7 +26,7 @@ from replicator.worker.records import TP
 
 if TYPE_CHECKING:
     from replicator.config import RouteConfig
-    from replicator.worker.assignment import Positioner
+    from replicator.worker.assignment import Committed, Positioner
     from replicator.worker.inflight import InFlight
     from replicator.worker.links import Links
     from replicator.worker.route_worker import WorkerTimeouts
@@ -152,7 +152,7 @@ class GroupMember(ABC):
                 return
             ids = self.subscription.describe_ids(sorted({t for t, _ in keys}))
             placed = self.positioner.place(consumer, [TopicPartition(t, p) for t, p in keys], ids,
-                                           self.subscription.watermarks)
+                                           self.subscription.watermarks, self._committed_reader())
         except (ClusterError, KafkaException) as exc:
             self.links.trouble("placing assigned partitions", exc)
             self._retry_at = time.monotonic() + self.timeouts.retry
@@ -170,6 +170,10 @@ class GroupMember(ABC):
             metrics.ASSIGNED.labels(self.route.name).set(len(self.inflight.ledgers))
             log.info("placed route=%s partitions=%s", self.route.name,
                      ",".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in started))
+
+    def _committed_reader(self) -> Committed | None:
+        """Where placing reads the committed positions: None, the source group's."""
+        return None
 
     def _start(self, consumer: Consumer, tp: TopicPartition, ids: dict[str, str]) -> bool:
         key = (tp.topic, tp.partition)

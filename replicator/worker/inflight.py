@@ -108,6 +108,7 @@ class InFlight:
             self.writers[key] = OffsetSyncWriter(*key)
             self.dirty.add(key)
             return source_offset
+        ledger.target_end = target_offset + 1
         sync = self.writers[key].observe(source_offset, target_offset)
         if sync is not None:
             ledger.hold(sync.source_offset, sync.previous_source_offset)

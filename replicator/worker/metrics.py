@@ -27,6 +27,10 @@ RECREATED = Counter("mirrorflow_topics_recreated",
                     "Source partitions whose topic was deleted and created again (copied anew)", ["route", "topic"])
 DEAD_LETTERS = Counter("mirrorflow_dead_letter_records",
                        "Source records the target could not take, written to the dead-letter topic", ["route", "topic"])
+TRANSACTIONS = Counter("mirrorflow_transactions", "Transactions of an exactly-once route on the target, by outcome "
+                       "(committed, aborted)", ["route", "result"])
+GUARANTEE = Gauge("mirrorflow_route_guarantee", "1 for the delivery guarantee a running route gives",
+                  ["route", "guarantee"])
 ASSIGNED = Gauge("mirrorflow_assigned_partitions", "Source partitions assigned to this worker", ["route"])
 # A turn waits at most ~50 ms when there is nothing to do (or the queue is full): longer turns are stalls.
 LOOP_TURN = Histogram("mirrorflow_loop_turn_seconds", "Time of one turn of the worker's copy loop", ["route"],

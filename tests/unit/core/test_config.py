@@ -150,3 +150,27 @@ def test_a_cluster_setting_nothing_reads_is_refused() -> None:
     with pytest.raises(ConfigError) as refused:
         parse_config("clusters: {a: {bootstrap.servers: 'h:1', statistics.interval.ms: '5000'}}\n")
     assert "clusters.a.statistics.interval.ms: not used" in str(refused.value)
+
+
+ROUTE_EOS = ("clusters: {a: {bootstrap.servers: 'h:1'}, b: {bootstrap.servers: 'h:2'}}\n"
+             "routes: [{name: r, source: a, target: b, topics: [t], %s}]\n")
+
+
+def test_an_exactly_once_route_takes_its_transaction_settings() -> None:
+    route = parse_config(ROUTE_EOS % "guarantee: exactly-once, transactions: {interval_ms: 250}").routes[0]
+    assert (route.guarantee, route.transactions.interval_ms, route.transactions.max_records) == \
+        ("exactly-once", 250, 100_000)
+
+
+@pytest.mark.parametrize(("fields", "named"), [
+    ("transactions: {interval_ms: 250}", "routes[0].transactions: only an exactly-once route has transactions"),
+    ("guarantee: exactly-once, on_refused_record: dead-letter",
+     "routes[0].on_refused_record: dead-letter is not available with guarantee exactly-once"),
+    ("guarantee: exactly-once, transactions: {interval_ms: 0}", "routes[0].transactions.interval_ms"),
+    ("guarantee: exactly-twice", "routes[0].guarantee"),
+    ("producer: {transactional.id: mine}", "routes[0].producer.transactional.id: set by MirrorFlow"),
+])
+def test_a_guarantee_setting_that_cannot_be_honoured_is_refused(fields: str, named: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_config(ROUTE_EOS % fields)
+    assert named in str(refused.value)

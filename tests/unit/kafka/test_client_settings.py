@@ -28,3 +28,27 @@ def test_the_producer_has_a_default_client_id_and_the_guarantees() -> None:
     settings = producer_settings(CONFIG, ROUTE)
     assert settings["client.id"] == "mirrorflow-r-producer" and settings["linger.ms"] == "20"
     assert (settings["acks"], settings["enable.idempotence"], settings["message.timeout.ms"]) == ("all", "true", "0")
+
+
+EOS = parse_config(
+    "clusters: {a: {bootstrap.servers: 'h:1'}, b: {bootstrap.servers: 'h:2'}}\n"
+    "routes: [{name: r, source: a, target: b, topics: [t], guarantee: exactly-once,"
+    " producer: {transaction.timeout.ms: 20000}}]\n")
+
+
+def test_an_exactly_once_worker_commits_in_transactions_and_is_a_member_on_the_target() -> None:
+    from replicator.kafka.clients import membership_settings
+
+    route = EOS.routes[0]
+    producer = producer_settings(EOS, route, "w-1")
+    assert producer["transactional.id"] == "mirrorflow-r-w-1" and producer["transaction.timeout.ms"] == "20000"
+    consumer = consumer_settings(EOS, route, "w-1")
+    assert consumer["enable.auto.commit"] == "false" and "group.instance.id" not in consumer  # no member
+    member = membership_settings(EOS, route, "w-1")
+    assert (member["bootstrap.servers"], member["group.id"], member["group.instance.id"]) == \
+        ("h:2", "mirrorflow-r.positions", "w-1")
+    assert member["enable.auto.commit"] == "false" and member["isolation.level"] == "read_committed"
+
+
+def test_an_at_least_once_producer_is_not_transactional() -> None:
+    assert "transactional.id" not in producer_settings(CONFIG, ROUTE, "w-1")

@@ -1,0 +1,469 @@
+"""An exactly-once route's worker: records, source positions and offset syncs commit together on the target.
+
+The hot path is the at-least-once one (``RouteWorker``); what changes is who owns a
+partition and where its position is kept (docs/exactly-once.md has the reasoning):
+
+- **Ownership lives on the target.** Each worker is a member of the route's positions
+  group on the target cluster (``naming.positions_group_id``), subscribed to the
+  route's target topics; the group gives it target partitions and it copies their
+  source partitions (assigned by hand on its source consumer, which joins no group).
+- **Positions commit inside the transaction.** Every ``transactions.interval_ms`` (or
+  ``max_records``) the worker stops handing records to the producer, waits for what is
+  in flight to be acknowledged, then sends the positions group's offsets for the target
+  partitions it wrote (metadata: the next source offset of each source partition, see
+  ``domain.positions``) and commits. Offset syncs were produced in the same transaction.
+- **A zombie is fenced by the group.** A worker frozen past its session (SIGSTOP, a GC
+  pause, cut from the target) is no longer a member when it wakes; the target refuses
+  its offsets (UNKNOWN_MEMBER_ID, or a stale member epoch) and its transaction is
+  aborted, records included (KIP-447: the group is on the transaction's own cluster). A
+  new owner reading the positions waits for a transaction still pending on them.
+- **An abort goes back to the last commit**: every owned partition is placed again from
+  the positions group (nothing of the aborted transaction is visible).
+- After each commit the source group's offsets get a copy of the positions (as an
+  at-least-once worker would have committed them), for ``status``, lag, checkpoints and
+  failover, and so that switching the route back to at-least-once repeats nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+
+from replicator.domain.commit_metadata import decode_note, encode_note
+from replicator.domain.naming import positions_group_id
+from replicator.domain.positions import SourcePosition, decode_positions, encode_positions, resume_position
+from replicator.errors import ConfigError
+from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, membership_settings, producer_settings
+from replicator.worker import metrics
+from replicator.worker.callbacks import shielded
+from replicator.worker.records import TP
+from replicator.worker.route_worker import RouteFailed, RouteWorker, WorkerTimeouts
+
+if TYPE_CHECKING:
+    from replicator.config import Config, RouteConfig
+    from replicator.state.store import StateStore
+    from replicator.worker.assignment import Committed
+
+log = logging.getLogger(__name__)
+
+INIT_TIMEOUT_S = 30.0  # init_transactions: finds the coordinator, fences an earlier producer of the same id
+COMMIT_TIMEOUT_S = 30.0  # send_offsets_to_transaction, commit_transaction, abort_transaction
+POSITIONS_TIMEOUT_S = 15.0  # reading committed positions (waits while a transaction holds them)
+
+
+class ExactlyOnceWorker(RouteWorker):
+    """Replicates one exactly-once route until ``stop`` is set or an unrecoverable error occurs."""
+
+    def __init__(self, config: Config, route: RouteConfig, store: StateStore | None = None,
+                 batch_size: int = 2000, worker_id: str | None = None, clients: ClientFactory = KAFKA_CLIENTS,
+                 timeouts: WorkerTimeouts | None = None) -> None:
+        super().__init__(config, route, store, batch_size, worker_id, clients, timeouts or WorkerTimeouts())
+        self.identity = worker_id or uuid.uuid4().hex[:12]  # names the transactional id
+        self.interval = route.transactions.interval_ms / 1000
+        self.max_records = route.transactions.max_records
+        self._member: Consumer | None = None
+        self._open = False  # a transaction is begun and not yet committed or aborted
+        self._opened_at = 0.0
+        self._records = 0  # records handed to the producer in the open transaction
+        self._sources: dict[TP, list[TP]] = {}  # owned target partition -> the source partitions it copies
+        self._moved: dict[TP, int] = {}  # source partition -> position, acknowledged in the transaction committing
+
+    # -- clients -------------------------------------------------------------------
+
+    @property
+    def member(self) -> Consumer:
+        """The member of the positions group on the target (there is one while the route runs)."""
+        if self._member is None:
+            raise RuntimeError(f"route {self.route.name} is not running")
+        return self._member
+
+    def run(self, stop: threading.Event) -> None:
+        """The main loop (``RouteWorker.run``), the route's guarantee shown on /metrics meanwhile."""
+        metrics.GUARANTEE.labels(self.route.name, "exactly-once").set(1)
+        super().run(stop)
+
+    def _new_consumer(self) -> Consumer:
+        if self._member is None:  # joins once the producer could start transactions
+            self._member = self._new_member()
+        return super()._new_consumer()
+
+    def _new_member(self) -> Consumer:
+        return self.clients.consumer(membership_settings(self.config, self.route, self.worker_id,
+                                                         error_cb=self._on_target_error))
+
+    def _new_producer(self) -> Producer:
+        producer = self.clients.producer(producer_settings(
+            self.config, self.route, self.identity, on_delivery=self._on_delivery, error_cb=self._on_target_error))
+        try:
+            producer.init_transactions(INIT_TIMEOUT_S)
+        except KafkaException as exc:
+            raise self._cannot_transact(exc.args[0]) from None
+        self._open = False
+        return producer
+
+    def _cannot_transact(self, error: KafkaError) -> ConfigError | RouteFailed:
+        """The target refused (or never answered) the start of transactions: name the cluster and the cause."""
+        target = f"target cluster {self.route.target!r} ({self.config.cluster(self.route.target).bootstrap_servers})"
+        tid = f"mirrorflow-{self.route.name}-{self.identity}"
+        if error.code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+            return ConfigError(f"route {self.route.name}: {target} refuses transactional id {tid!r}: grant WRITE and "
+                               "DESCRIBE on TransactionalId (prefix mirrorflow-<route>-) to the route's principal")
+        if error.code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
+            return ConfigError(f"route {self.route.name}: {target} refuses idempotent writes: grant IDEMPOTENT_WRITE "
+                               "on the cluster to the route's principal")
+        if error.code() in (KafkaError._TIMED_OUT, KafkaError.COORDINATOR_NOT_AVAILABLE):
+            return ConfigError(f"route {self.route.name}: {target} cannot run transactions: no transaction "
+                               f"coordinator answered in {INIT_TIMEOUT_S:.0f} s (does it have as many brokers as its "
+                               "transaction.state.log.replication.factor, and transaction.state.log.min.isr of them "
+                               "up?) - guarantee exactly-once needs them")
+        if error.code() == KafkaError.INVALID_TRANSACTION_TIMEOUT:
+            return ConfigError(f"route {self.route.name}: {target} refuses the producer's transaction.timeout.ms: "
+                               "it must not exceed the brokers' transaction.max.timeout.ms")
+        return RouteFailed(f"route {self.route.name}: {target}: transactions could not start: {error.str()}")
+
+    # -- membership: the positions group on the target -----------------------------
+
+    def _subscribe(self, topics: list[str]) -> None:
+        """Join with the target topics of ``topics`` (source topics): the group gives target partitions."""
+        targets = sorted({self.subscription.target_of[t] for t in topics if t in self.subscription.target_of})
+        if targets:
+            self.member.subscribe(targets, on_assign=self._on_target_assign, on_revoke=self._on_target_revoke,
+                                  on_lost=self._on_target_lost)
+        else:
+            self.member.unsubscribe()
+
+    def _consume(self, count: int, timeout: float) -> list[Message]:
+        self._serve_member()
+        return super()._consume(count, timeout)
+
+    def _serve_member(self) -> None:
+        """Serve the member's callbacks (every partition it owns is paused: it returns no records)."""
+        if self._rejoin_at is not None:
+            return  # its worker id is held: a new member joins at _rejoin
+        try:
+            for message in self.member.consume(1, 0):
+                error = message.error()
+                if error is not None and (error.fatal() or error.code() == KafkaError._FATAL):
+                    self._member_failed(error)
+        except KafkaException as exc:  # librdkafka raises a fatal error from the call
+            self._member_failed(exc.args[0])
+
+    def _member_failed(self, error: KafkaError) -> None:
+        """A fatal error of the member: a worker id still held (this worker's crashed process) is waited
+        for, as on an at-least-once route; anything else stops the route."""
+        if self.worker_id and "instance ID is still used" in error.str():
+            self._consumer_failed(error)
+        elif self.failure is None:
+            self.failure = f"member of {positions_group_id(self.route)} on the target: {error.str()}"
+
+    def _rejoin(self) -> None:
+        """The worker id was still held in the positions group (a crashed process of this worker)."""
+        self._rejoin_at = None
+        old, self._member = self._member, self._new_member()
+        try:
+            if old is not None:
+                old.close()
+        except (KafkaException, RuntimeError) as exc:
+            log.debug("closing the member route=%s error=%s", self.route.name, exc)
+        self._abort("the positions group took this worker's membership back")
+        self._forget(set(self.inflight.ledgers) | self.unplaced)
+        self._sources.clear()
+        self._subscribe(sorted(self.subscription.partitions))
+
+    def _renew_consumer(self, reason: str | None) -> None:
+        """A new source consumer (a recreated topic, say): what is open is aborted, and every owned partition
+        is placed again from its committed position (the target partitions stay this worker's)."""
+        if reason is not None:
+            log.warning("source consumer renewed route=%s reason=%r", self.route.name, reason)
+        self._abort(reason or "the source consumer was renewed")
+        try:
+            self.consumer.close()
+        except (KafkaException, RuntimeError) as exc:
+            log.debug("closing the source consumer route=%s error=%s", self.route.name, exc)
+        self._consumer = self._new_consumer()
+
+    def _sources_of(self, targets: list[TopicPartition]) -> dict[TP, list[TP]]:
+        """The source partitions each target partition copies (several for a merged topic; none for a target
+        partition the source does not have)."""
+        sources: dict[str, list[str]] = {}
+        for source, target in self.subscription.target_of.items():
+            sources.setdefault(target, []).append(source)
+        return {(tp.topic, tp.partition): [(s, tp.partition) for s in sorted(sources.get(tp.topic, []))
+                                           if tp.partition < self.subscription.partitions.get(s, 0)]
+                for tp in targets}
+
+    @shielded("assignment")
+    def _on_target_assign(self, member: Consumer, partitions: list[TopicPartition]) -> None:
+        """Take the target partitions (paused: the member fetches nothing); their source partitions wait for
+        the loop to place them, assigned on the source consumer only then, at the position decided."""
+        member.incremental_assign(partitions)
+        member.pause(partitions)
+        given = self._sources_of(partitions)
+        self._sources.update(given)
+        keys = {key for sources in given.values() for key in sources}
+        self.unplaced.update(keys)
+        self._retry_at = 0.0
+        log.info("assigned route=%s partitions=%s", self.route.name,
+                 ",".join(f"{t}[{p}]" for t, p in sorted(keys)) or "-")
+
+    @shielded("revocation")
+    def _on_target_revoke(self, member: Consumer, partitions: list[TopicPartition]) -> None:
+        """Hand over cleanly: the open transaction commits (or aborts) before the partitions go."""
+        if self._open:
+            self._commit_now()  # with the positions of the partitions going
+        keys = self._release(partitions)
+        self._unassign_sources(keys)
+        member.incremental_unassign(partitions)
+        log.info("revoked route=%s partitions=%s", self.route.name,
+                 ",".join(f"{t}[{p}]" for t, p in sorted(keys)) or "-")
+
+    @shielded("lost partitions")
+    def _on_target_lost(self, member: Consumer, partitions: list[TopicPartition]) -> None:
+        """Lost (this worker was no longer a member): its open transaction cannot commit, abort it."""
+        keys = self._release(partitions)
+        self._abort("partitions lost: this worker's membership lapsed")
+        self._unassign_sources(keys)
+        member.incremental_unassign(partitions)
+        log.warning("partitions lost route=%s count=%s", self.route.name, len(keys))
+
+    def _release(self, partitions: list[TopicPartition]) -> set[TP]:
+        keys: set[TP] = set()
+        for tp in partitions:
+            keys.update(self._sources.pop((tp.topic, tp.partition), []))
+        return keys
+
+    def _unassign_sources(self, keys: set[TP]) -> None:
+        consumer = self.consumer
+        assigned = {(tp.topic, tp.partition) for tp in consumer.assignment()}
+        self._forget(keys)
+        gone = [TopicPartition(t, p) for t, p in sorted(keys & assigned)]
+        if gone:
+            consumer.incremental_unassign(gone)
+
+    # -- placing: positions from the positions group, assigned at the decided offset --
+
+    def _committed_reader(self) -> Committed:
+        return self._committed
+
+    def _committed(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """Each source partition's committed position: the furthest of the positions group's (committed with
+        the records) and the source group's (a copy, or an at-least-once worker's). Raises KafkaException while
+        a transaction still holds the positions (a frozen worker's, until it is committed or aborted)."""
+        target_of = self.subscription.target_of
+        targets = sorted({(target_of[tp.topic], tp.partition) for tp in partitions})
+        from_target = self.member.committed([TopicPartition(t, p) for t, p in targets], timeout=POSITIONS_TIMEOUT_S)
+        committed: dict[TP, SourcePosition] = {}
+        for tp in from_target:
+            committed.update(decode_positions(tp.metadata))
+        from_source = self.consumer.committed(partitions, timeout=POSITIONS_TIMEOUT_S)
+        out = []
+        for tp in from_source:
+            note = decode_note(tp.metadata)
+            copy = SourcePosition(tp.offset, note.topic_id) if tp.offset >= 0 else None
+            chosen = resume_position([committed.get((tp.topic, tp.partition)), copy],
+                                     self.subscription.topic_ids.get(tp.topic))
+            out.append(TopicPartition(tp.topic, tp.partition, OFFSET_INVALID) if chosen is None else
+                       TopicPartition(tp.topic, tp.partition, chosen.offset,
+                                      metadata=encode_note(0, chosen.topic_id)))
+        return out
+
+    def _start(self, consumer: Consumer, tp: TopicPartition, ids: dict[str, str]) -> bool:
+        """Assign the source partition at the decided offset (it was not assigned before)."""
+        key = (tp.topic, tp.partition)
+        if not any(key in sources for sources in self._sources.values()):
+            self.unplaced.discard(key)  # its target partition went meanwhile
+            return False
+        try:
+            consumer.incremental_assign([tp])
+            if self.paused:
+                consumer.pause([tp])
+        except KafkaException as exc:
+            self.links.trouble("placing assigned partitions", exc)
+            self._retry_at = time.monotonic() + self.timeouts.retry
+            return False
+        self.unplaced.discard(key)
+        self.inflight.open(key, tp.offset if tp.offset >= 0 else None)
+        if tp.topic in ids:
+            self.topic_id_of[key] = ids[tp.topic]
+        return True
+
+    # -- transactions ----------------------------------------------------------------
+
+    def _drain(self) -> None:
+        """Hand records over inside an open transaction; none once its commit is due (what is in flight
+        must be acknowledged before the positions are taken)."""
+        if self._due():
+            if self.backlog and not self.paused:
+                self._pause(True)  # the backlog waits for the commit; the source need not fill it further
+            return
+        if self.backlog:
+            self._begin()
+        before = len(self.backlog)
+        super()._drain()
+        self._records += before - len(self.backlog)
+
+    def _send_syncs(self) -> None:
+        if self.inflight.syncs:
+            self._begin()
+        super()._send_syncs()
+
+    def _begin(self) -> None:
+        if not self._open:
+            self.producer.begin_transaction()
+            self._open, self._opened_at, self._records = True, time.monotonic(), 0
+
+    def _due(self) -> bool:
+        return self._open and (time.monotonic() - self._opened_at >= self.interval or self._records >= self.max_records)
+
+    def _store_offsets(self) -> None:
+        """Each turn: commit the open transaction once it is due and nothing is in flight."""
+        if self._due() and self.failure is None and not len(self.producer) and not self.inflight.syncs:
+            self._commit_transaction()
+
+    def _commit_now(self, keys: set[TP] | None = None) -> None:
+        """Commit the open transaction now (a hand-over, a stop): what is in flight first."""
+        if not self._open:
+            return
+        left = self._settle(self.timeouts.handover)
+        if left or self.unsafe:
+            self._abort(f"{left} records not acknowledged by the target in time" if left else "internal error")
+            return
+        self._commit_transaction()
+
+    def _commit_transaction(self) -> None:
+        positions = self._positions()
+        try:
+            if positions:
+                offsets = [TopicPartition(t, p, offset, metadata=note)
+                           for (t, p), (offset, note) in sorted(positions.items())]
+                self.producer.send_offsets_to_transaction(offsets, self.member.consumer_group_metadata(),
+                                                          COMMIT_TIMEOUT_S)
+            self.producer.commit_transaction(COMMIT_TIMEOUT_S)
+        except KafkaException as exc:
+            self._transaction_failed(exc.args[0])
+            return
+        self._open = False
+        metrics.TRANSACTIONS.labels(self.route.name, "committed").inc()
+        self._copy_to_source_group()
+
+    def _positions(self) -> dict[TP, tuple[int, str]]:
+        """The positions group's offsets to commit: for each target partition this transaction wrote, the
+        offset after its last record, with every owned source partition's next offset as metadata."""
+        moved = self.inflight.commit_positions()  # source partitions acknowledged in this transaction
+        targets = {(self.subscription.target_of[t], p) for t, p in moved if t in self.subscription.target_of}
+        stored_at = int(time.time() * 1000)
+        out = {}
+        for target in targets:
+            positions = {}
+            for key in self._sources.get(target, []):
+                ledger = self.inflight.ledgers.get(key)
+                position = ledger.resume_from() if ledger is not None else None
+                if position is not None:
+                    positions[key] = SourcePosition(position, self.topic_id_of.get(key))
+            if positions:
+                ends = [end for key in positions if (end := self.inflight.ledgers[key].target_end) is not None]
+                out[target] = (max(ends, default=0), encode_positions(stored_at, positions))
+        self._moved = moved
+        return out
+
+    def _copy_to_source_group(self) -> None:
+        """The committed positions, also on the source group (for status, lag, checkpoints, a switch back)."""
+        stored_at = int(time.time() * 1000)
+        offsets = [TopicPartition(t, p, position, metadata=encode_note(stored_at, self.topic_id_of.get((t, p))))
+                   for (t, p), position in sorted(self._moved.items())]
+        if offsets:
+            try:
+                self.consumer.commit(offsets=offsets, asynchronous=True)
+            except KafkaException as exc:
+                log.debug("source group copy not committed route=%s error=%s", self.route.name, exc.args[0].str())
+
+    def _transaction_failed(self, error: KafkaError) -> None:
+        if error.retriable() and not error.txn_requires_abort() and not error.fatal():
+            log.info("transaction commit retried route=%s error=%s", self.route.name, error.str())
+            return  # still open and due: the next turn tries again
+        if error.fatal():
+            self._open = False
+            metrics.TRANSACTIONS.labels(self.route.name, "aborted").inc()
+            if self.failure is None:
+                self.failure = (f"fenced on the target ({error.name()}): another producer with transactional id "
+                                f"mirrorflow-{self.route.name}-{self.identity} started (a second worker with the "
+                                "same --worker-id?); nothing of this worker's open transaction is visible")
+                log.error("route stops route=%s reason=%r", self.route.name, self.failure)
+            return
+        self._abort(f"the target refused the transaction's commit: {error.name()}")
+
+    def _abort(self, reason: str) -> None:
+        """Abort what is open: every owned partition goes back to its last committed position."""
+        keys = set(self.inflight.ledgers)
+        self.inflight.abandon()  # first: abort_transaction serves the purged records' reports, they match nothing
+        if self._open:
+            log.warning("transaction aborted, copying again from the last committed positions (nothing of it is "
+                        "visible) route=%s reason=%r", self.route.name, reason)
+            try:
+                self.producer.abort_transaction(COMMIT_TIMEOUT_S)
+            except KafkaException as exc:
+                if self.failure is None:
+                    self.failure = f"aborting a transaction failed: {exc.args[0].str()}"
+            self._open = False
+            metrics.TRANSACTIONS.labels(self.route.name, "aborted").inc()
+            self._drop_reports()
+        self._back_to_committed(keys)
+
+    def _back_to_committed(self, keys: set[TP]) -> None:
+        """``keys`` (their records in flight forgotten) are placed again from their committed positions."""
+        assigned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()} if self._consumer else set()
+        gone = [TopicPartition(t, p) for t, p in sorted(keys & assigned)]
+        if gone:
+            self.consumer.incremental_unassign(gone)
+        self.backlog.clear()
+        for key in keys:
+            self.topic_id_of.pop(key, None)
+        self.unplaced |= keys & {k for sources in self._sources.values() for k in sources}
+        self.resets -= keys
+        self._retry_at = 0.0
+        if self.paused:
+            self.paused = False
+            self._paused_at = None
+
+    def _drop_reports(self) -> None:
+        """Serve the reports of the aborted records now (purged): none may be taken for a record of a
+        partition placed again."""
+        if self._producer is not None:
+            try:
+                self._producer.flush(1.0)
+            except (KafkaException, RuntimeError):
+                pass
+
+    def _start_over(self, only: set[TP] | None = None) -> None:
+        """A replaced producer or a replay: in a transaction that means abort and start from the commit."""
+        if only is not None:
+            self._abort("records the target had taken failed as not there: copying them again")
+            return
+        # The producer is replaced (wedged): the new one's init_transactions fences it and aborts its
+        # transaction; waiting for the old one to abort could take as long as it is wedged.
+        keys = set(self.inflight.ledgers)
+        self.inflight.abandon()
+        if self._open:
+            self._open = False
+            metrics.TRANSACTIONS.labels(self.route.name, "aborted").inc()
+        self._back_to_committed(keys)
+
+    # -- stopping ------------------------------------------------------------------------
+
+    def _shutdown(self) -> None:
+        """Leave the positions group first (its revocation commits what is open, while the source consumer is
+        still there), then stop as an at-least-once worker does."""
+        try:
+            if self._member is not None and self._consumer is not None:
+                try:
+                    self._member.close()
+                except (KafkaException, RuntimeError) as exc:
+                    log.warning("member close failed route=%s error=%s", self.route.name, exc)
+        finally:
+            super()._shutdown()
+            metrics.GUARANTEE.labels(self.route.name, "exactly-once").set(0)

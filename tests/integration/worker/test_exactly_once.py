@@ -1,0 +1,114 @@
+"""Exactly-once routes on real brokers: a read_committed consumer of the target sees every source record once,
+in order, through a kill -9 mid-transaction and a worker frozen past its session (a zombie that wakes up).
+
+These tests kill and freeze workers, so they run on a pair of their own.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from replicator.dev.localcluster import LocalCluster
+from replicator.kafka.admin import create_topics
+from tests.kafka_io import Rec, committed, end_offsets, produce, read_committed, total, wait_until
+from tests.records import by_partition, make_records, write_config
+from tests.support import Worker, free_port, start_pair
+
+PARTITIONS = 4
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCluster, LocalCluster]]:
+    """A source and a target of this module's own."""
+    source, target = start_pair(tmp_path_factory.mktemp("eos-pair"),
+                                {"primary": free_port(), "backup": free_port()}, heap="384m")
+    try:
+        yield source, target
+    finally:
+        for cluster in (source, target):
+            cluster.stop()
+
+
+@pytest.fixture
+def route(pair: tuple[LocalCluster, LocalCluster], unique_name: str, tmp_path: Path) -> Path:
+    """A 4-partition topic and a config whose exactly-once route ``once`` copies it."""
+    source, target = pair
+    create_topics(source.spec.bootstrap_servers, {unique_name: PARTITIONS})
+    return write_config(tmp_path / "m.yaml", source.spec.bootstrap_servers, target.spec.bootstrap_servers, [
+        {"name": "once", "source": "primary", "target": "backup", "topics": [unique_name],
+         "guarantee": "exactly-once", "transactions": {"interval_ms": 200}}])
+
+
+def _exactly_once(pair: tuple[LocalCluster, LocalCluster], topic: str, records: list[Rec]) -> None:
+    """Once the route's positions reach the source's ends: every record on the target once, byte for byte,
+    in order per partition, as a read_committed consumer sees it."""
+    source, target = pair
+    ends = end_offsets(source.spec.bootstrap_servers, topic, PARTITIONS)
+    wait_until(lambda: committed(source.spec.bootstrap_servers, "mirrorflow-once", topic, PARTITIONS) == ends,
+               120, "the route's positions at the source's ends")
+    got = read_committed(target.spec.bootstrap_servers, f"primary.{topic}", PARTITIONS)
+    want = by_partition(records, PARTITIONS)
+    for p in range(PARTITIONS):
+        assert len(got[p]) == len(want[p]), f"partition {p}: {len(got[p])} records, {len(want[p])} sent"
+        assert got[p] == want[p], f"partition {p}"
+
+
+def _clean(*workers: Worker) -> None:
+    for worker in workers:
+        assert worker.process.poll() is None, worker.output()[-3000:]
+        code, _ = worker.terminate(60)
+        assert code == 0, worker.output()[-3000:]
+        assert "Traceback" not in worker.output(), worker.output()[-3000:]
+
+
+def test_a_kill_mid_transaction_leaves_no_visible_duplicate(pair, route, unique_name, tmp_path, workers) -> None:  # type: ignore[no-untyped-def]
+    """kill -9 while a backlog is copied: the records of the open transaction are aborted, the next worker
+    goes on from the last commit; nothing repeats, nothing is missing."""
+    source, target = pair
+    records = make_records(PARTITIONS, 20_000, "eos-kill")
+    produce(source.spec.bootstrap_servers, unique_name, records)
+    victim = Worker(route, log_dir=tmp_path, extra=["--worker-id", "w-victim"])
+    workers.append(victim)
+    wait_until(lambda: total(end_offsets(target.spec.bootstrap_servers, f"primary.{unique_name}", PARTITIONS))
+               >= len(records) // 4, 60, "a quarter copied")
+    victim.kill()
+    assert total(end_offsets(target.spec.bootstrap_servers, f"primary.{unique_name}", PARTITIONS)) < len(records), \
+        "the kill came after the whole copy: it proves nothing"
+    successor = Worker(route, log_dir=tmp_path)
+    workers.append(successor)
+    more = make_records(PARTITIONS, 500, "eos-after")
+    produce(source.spec.bootstrap_servers, unique_name, more)
+    _exactly_once(pair, unique_name, records + more)
+    _clean(successor)
+
+
+def test_a_frozen_worker_is_fenced_when_it_wakes(pair, route, unique_name, tmp_path, workers) -> None:  # type: ignore[no-untyped-def]
+    """SIGSTOP one of two workers mid-copy: past its session the other takes its partitions; woken, the
+    zombie's open transaction cannot commit (the target refuses its membership) and nothing of it shows."""
+    source, _ = pair
+    first = make_records(PARTITIONS, 2_000, "eos-frozen")
+    produce(source.spec.bootstrap_servers, unique_name, first)
+    zombie, survivor = Worker(route, log_dir=tmp_path), Worker(route, log_dir=tmp_path)
+    workers += [zombie, survivor]
+    wait_until(lambda: "placed" in zombie.output() and "placed" in survivor.output(), 60, "both workers copying")
+    _exactly_once(pair, unique_name, first)
+    os.kill(zombie.process.pid, signal.SIGSTOP)
+    try:
+        second = make_records(PARTITIONS, 5_000, "eos-while-frozen")
+        produce(source.spec.bootstrap_servers, unique_name, second)
+        before = survivor.output().count("placed")
+        wait_until(lambda: survivor.output().count("placed") > before, 90, "the survivor taking the zombie's partitions")
+        _exactly_once(pair, unique_name, first + second)
+    finally:
+        os.kill(zombie.process.pid, signal.SIGCONT)
+    wait_until(lambda: "partitions lost" in zombie.output() or "transaction aborted" in zombie.output(), 60,
+               "the zombie learning it lost its partitions")
+    third = make_records(PARTITIONS, 500, "eos-after-wake")
+    produce(source.spec.bootstrap_servers, unique_name, third)
+    _exactly_once(pair, unique_name, first + second + third)
+    _clean(zombie, survivor)
