@@ -42,7 +42,6 @@ def worker_id_of(args: argparse.Namespace) -> str | None:
 def run_routes(args: argparse.Namespace) -> int:
     """Start a worker thread per route; a stop signal drains and commits every one of them."""
     from replicator.worker import metrics
-    from replicator.worker.route_worker import RouteWorker
 
     config = config_of(args)
     worker_id = worker_id_of(args)

@@ -102,7 +102,8 @@ def test_a_frozen_worker_is_fenced_when_it_wakes(pair, route, unique_name, tmp_p
         second = make_records(PARTITIONS, 5_000, "eos-while-frozen")
         produce(source.spec.bootstrap_servers, unique_name, second)
         before = survivor.output().count("placed")
-        wait_until(lambda: survivor.output().count("placed") > before, 90, "the survivor taking the zombie's partitions")
+        wait_until(lambda: survivor.output().count("placed") > before, 90,
+                   "the survivor taking the zombie's partitions")
         _exactly_once(pair, unique_name, first + second)
     finally:
         os.kill(zombie.process.pid, signal.SIGCONT)
