@@ -1,4 +1,5 @@
-"""Checks before a route starts: both clusters answer, it cannot copy onto itself.
+"""Checks before a route starts: both clusters answer, it cannot copy onto itself, an exactly-once route's
+target can run transactions.
 
 (That it was not failed over is asked first, of the state DB: see replicator.worker.startup.)
 """
@@ -7,9 +8,12 @@ from __future__ import annotations
 
 import threading
 
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import ConfigResource
+
 from replicator.config import Config, RouteConfig
 from replicator.errors import ClusterError, ConfigError
-from replicator.kafka.admin import cluster_metadata
+from replicator.kafka.admin import admin_client, cluster_metadata
 from replicator.kafka.clients import admin_settings
 from replicator.waiting import until_answers
 
@@ -36,9 +40,39 @@ def check_clusters(config: Config, route: RouteConfig, timeout: float = 5.0) -> 
             raise ClusterError(f"route {route.name}: {side} cluster {name!r} "
                                f"({config.cluster(name).bootstrap_servers}): {exc}", retriable=exc.retriable) from None
         ids[side] = meta.cluster_id
+    if route.guarantee == "exactly-once":
+        check_transactions(config, route, timeout)
     if ids["source"] == ids["target"] and route.policy == "identity":
         raise ConfigError(
             f"route {route.name}: source {route.source!r} and target {route.target!r} are the same cluster "
             f"(id {ids['source']}); with policy identity it would copy every topic onto itself"
         )
     return ids
+
+
+TRANSACTION_LOG = "__transaction_state"
+
+
+def check_transactions(config: Config, route: RouteConfig, timeout: float = 5.0) -> None:
+    """ConfigError when the target plainly cannot run transactions: its transaction state log does not exist
+    yet and needs more replicas than the cluster has brokers (the log is created at the first transaction, and
+    never could be). What the brokers do not let us read (configs refused) is left to the worker's start of
+    transactions, which names what it meets."""
+    cluster = config.cluster(route.target)
+    admin = admin_client(admin_settings(cluster.client_properties()))
+    try:
+        meta = admin.list_topics(timeout=timeout)
+        if TRANSACTION_LOG in meta.topics or not meta.brokers:
+            return
+        broker = ConfigResource(ConfigResource.Type.BROKER, str(min(meta.brokers)))
+        entries = admin.describe_configs([broker], request_timeout=timeout)[broker].result(timeout=timeout)
+    except KafkaException:
+        return
+    entry = entries.get("transaction.state.log.replication.factor")
+    factor = int(entry.value) if entry is not None and str(entry.value).isdigit() else 0
+    if factor > len(meta.brokers):
+        raise ConfigError(
+            f"route {route.name}: target cluster {route.target!r} ({cluster.bootstrap_servers}) cannot run "
+            f"transactions, which guarantee exactly-once needs: transaction.state.log.replication.factor={factor} "
+            f"but it has {len(meta.brokers)} broker(s), so its transaction state log can never be created (set it "
+            f"to at most {len(meta.brokers)} on the brokers, or add brokers)")

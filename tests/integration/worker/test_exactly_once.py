@@ -113,3 +113,30 @@ def test_a_frozen_worker_is_fenced_when_it_wakes(pair, route, unique_name, tmp_p
     produce(source.spec.bootstrap_servers, unique_name, third)
     _exactly_once(pair, unique_name, first + second + third)
     _clean(zombie, survivor)
+
+
+def test_a_target_that_cannot_run_transactions_is_refused_at_start(pair, unique_name, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Bad input: a target whose transaction state log needs 3 replicas on 1 broker exits 2 at once, naming
+    the cluster and the setting (rather than a worker waiting for a coordinator that never comes)."""
+    import subprocess
+    import sys
+
+    from replicator.dev.localcluster import LocalClusterSpec
+
+    source, _ = pair
+    port = free_port()
+    lame = LocalCluster(LocalClusterSpec("lame", tmp_path / "lame", port, port + 1, heap="256m",
+                                         extra_properties={"transaction.state.log.replication.factor": "3"}))
+    lame.start()
+    try:
+        create_topics(source.spec.bootstrap_servers, {unique_name: 1})
+        config = write_config(tmp_path / "m.yaml", source.spec.bootstrap_servers, lame.spec.bootstrap_servers, [
+            {"name": "once", "source": "primary", "target": "backup", "topics": [unique_name],
+             "guarantee": "exactly-once"}])
+        run = subprocess.run([str(Path(sys.executable).parent / "mirrorflow"), "run", "--config", str(config)],
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        lame.stop()
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert "target cluster 'backup'" in run.stderr and "transaction.state.log.replication.factor=3" in run.stderr
+    assert "Traceback" not in run.stderr
