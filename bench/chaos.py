@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--fault-seconds", type=float, default=8.0, help="longest hold of a fault (default 8)")
     parser.add_argument("--state", choices=["sqlite", "postgres"], default=None,
                         help="state DB (default: postgres when its binaries are installed, else sqlite)")
+    parser.add_argument("--guarantee", choices=["at-least-once", "exactly-once"], default="at-least-once",
+                        help="the route's guarantee (exactly-once: a single duplicate fails the run)")
     parser.add_argument("--report", type=Path, help="write every event as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir with every log")
     parser.add_argument("--toxiproxy", type=Path, default=REPO / ".cache" / "bin" / "toxiproxy-server",
@@ -71,7 +73,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
     check_binary(args.toxiproxy)
     return Settings(cycles=args.cycles, seed=args.seed, kinds=kinds, workers=args.workers, topics=args.topics,
                     partitions=args.partitions, rate=args.rate, fault_seconds=args.fault_seconds, state=state,
-                    toxiproxy=args.toxiproxy, report=args.report, keep=args.keep)
+                    toxiproxy=args.toxiproxy, report=args.report, keep=args.keep, guarantee=args.guarantee)
 
 
 def progress(message: str) -> None:

@@ -163,4 +163,4 @@ class Checker:
                      tally.total("unexpected"), tally.foreign, len(self.lost.keys() - tally.lost_records()),
                      tuple(compare_losses(truth, self.reported)),
                      tuple(self.errors), tuple(examples), tuple(sorted(self.tracebacks)),
-                     tuple(self.chaos.supervisor.exits))
+                     tuple(self.chaos.supervisor.exits), self.chaos.settings.guarantee)

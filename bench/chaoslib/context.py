@@ -41,6 +41,7 @@ class Settings:
     work_dir: Path | None = None  # default: a new temp dir
     settle_timeout: float = 120.0
     padding: int = 100
+    guarantee: str = "at-least-once"  # the route's (exactly-once: the target is read read_committed, 0 duplicates)
 
 
 @dataclass(frozen=True)

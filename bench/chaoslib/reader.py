@@ -19,7 +19,10 @@ class TargetReader:
     """Records found on the target, per stream, in target-offset order."""
 
     def __init__(self, bootstrap: str) -> None:
+        # read_committed: what an application reading the target sees (an exactly-once route's aborted
+        # transactions are not returned; librdkafka's default, said out loud)
         self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-target-reader",
+                                   "isolation.level": "read_committed",
                                    "enable.auto.commit": "false", "enable.partition.eof": "false",
                                    "fetch.wait.max.ms": "50", "log_level": 0})  # the target goes away on purpose
         self.got: dict[Stream, list[Got]] = {}

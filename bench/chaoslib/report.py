@@ -59,6 +59,7 @@ class Final:
     lost_examples: tuple[str, ...] = ()
     traceback_logs: tuple[str, ...] = ()
     exits: tuple[WorkerExit, ...] = field(default_factory=tuple)
+    guarantee: str = "at-least-once"  # the route's: on exactly-once a duplicate fails the run
 
 
 def _p50(values: Sequence[float]) -> float | None:
@@ -113,6 +114,8 @@ def failures(final: Final) -> list[str]:
         found.append(f"{final.lost} records lost without a report")
     if final.mismatched:
         found.append(f"{final.mismatched} records changed on the way (fingerprint differs)")
+    if final.duplicates and final.guarantee == "exactly-once":
+        found.append(f"{final.duplicates} duplicates on an exactly-once route (as a read_committed consumer sees it)")
     if final.out_of_order:
         found.append(f"{final.out_of_order} records out of order (first copies, per partition)")
     if final.harness_errors:
@@ -126,7 +129,8 @@ def summary(final: Final, outcomes: Sequence[FaultOutcome]) -> str:
     """The whole report: table, account, worker exits, verdict."""
     exits = [e for e in final.exits if not e.expected]
     lines = [table(outcomes), "",
-             f"seed {final.seed}: {len(outcomes)} faults, {final.produced} records acknowledged by the source; "
+             f"seed {final.seed}: {len(outcomes)} faults on an {final.guarantee} route, {final.produced} records "
+             "acknowledged by the source; "
              f"lost {final.lost}, lost to retention as reported {final.reported_lost} "
              f"(reported but present {final.over_reported}), duplicates {final.duplicates}, "
              f"out of order {final.out_of_order}, changed {final.mismatched}, unexpected {final.unexpected}, "

@@ -47,13 +47,13 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
-def _config(work: Path, sides: dict[str, ProxiedCluster], state_url: str) -> Path:
+def _config(work: Path, sides: dict[str, ProxiedCluster], state_url: str, guarantee: str) -> Path:
     """The workers' mirrorflow.yaml: both clusters through their proxies, one route."""
     path = work / "mirrorflow.yaml"
     path.write_text(json.dumps({  # JSON is YAML
         "clusters": {CLUSTER_NAMES[side]: {"bootstrap.servers": cluster.proxied} for side, cluster in sides.items()},
         "routes": [{"name": ROUTE, "source": CLUSTER_NAMES["source"], "target": CLUSTER_NAMES["target"],
-                    "topics": [f"{TOPIC_PREFIX}.*"]}],
+                    "topics": [f"{TOPIC_PREFIX}.*"], "guarantee": guarantee}],
         "state": {"url": state_url},
     }, indent=2))
     return path
@@ -67,7 +67,7 @@ def _setup(settings: Settings, work: Path, stack: contextlib.ExitStack, began: f
         stack.callback(cluster.stop)
     statedb = StateDb(settings.state, work / "state")
     stack.callback(lambda: statedb.close(keep=settings.keep))
-    config = _config(work, sides, statedb.url)
+    config = _config(work, sides, statedb.url, settings.guarantee)
     verifier = Verifier(sides["source"].direct, settings.rate, settings.padding)
     stack.callback(verifier.stop)
     reader = TargetReader(sides["target"].direct)

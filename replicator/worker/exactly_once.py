@@ -30,7 +30,7 @@ import logging
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
@@ -43,6 +43,7 @@ from replicator.worker import metrics
 from replicator.worker.callbacks import shielded
 from replicator.worker.records import TP
 from replicator.worker.route_worker import RouteFailed, RouteWorker, WorkerTimeouts
+from replicator.worker.stall import discard
 
 if TYPE_CHECKING:
     from replicator.config import Config, RouteConfig
@@ -51,8 +52,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# The producer's epoch is no longer the target's: its transaction timed out (the target was away longer than
+# transaction.timeout.ms) and the coordinator bumped the epoch, or another producer took this transactional id.
+PRODUCER_LOST = (KafkaError.INVALID_PRODUCER_EPOCH, KafkaError.PRODUCER_FENCED, KafkaError._FENCED)
+FENCINGS_ALLOWED = 5  # producers replaced this often within FENCING_WINDOW_S: another worker has this worker's id
+FENCING_WINDOW_S = 60.0
 INIT_TIMEOUT_S = 30.0  # init_transactions: finds the coordinator, fences an earlier producer of the same id
-COMMIT_TIMEOUT_S = 30.0  # send_offsets_to_transaction, commit_transaction, abort_transaction
+REINIT_TIMEOUT_S = 5.0  # a replacement's start, tried again each turn while the target does not answer
+COMMIT_TIMEOUT_S = 5.0  # send_offsets_to_transaction, commit_transaction, abort_transaction: a timeout is retried
+#   at the next turn (the loop must go on serving the member and the source meanwhile)
 POSITIONS_TIMEOUT_S = 15.0  # reading committed positions (waits while a transaction holds them)
 
 
@@ -71,7 +79,11 @@ class ExactlyOnceWorker(RouteWorker):
         self._opened_at = 0.0
         self._records = 0  # records handed to the producer in the open transaction
         self._sources: dict[TP, list[TP]] = {}  # owned target partition -> the source partitions it copies
+        self._lost_producer: str | None = None  # why the producer can no longer commit (the loop replaces it)
+        self._fresh: Producer | None = None  # the replacement, until its init_transactions succeeded
+        self._fencings: list[float] = []  # when producers were replaced for that
         self._moved: dict[TP, int] = {}  # source partition -> position, acknowledged in the transaction committing
+        self._committing: dict[TP, tuple[int, str]] | None = None  # the positions of a commit under way
 
     # -- clients -------------------------------------------------------------------
 
@@ -96,14 +108,17 @@ class ExactlyOnceWorker(RouteWorker):
         return self.clients.consumer(membership_settings(self.config, self.route, self.worker_id,
                                                          error_cb=self._on_target_error))
 
+    def _producer_settings(self) -> dict[str, Any]:
+        return producer_settings(self.config, self.route, self.identity, on_delivery=self._on_delivery,
+                                 error_cb=self._on_target_error)
+
     def _new_producer(self) -> Producer:
-        producer = self.clients.producer(producer_settings(
-            self.config, self.route, self.identity, on_delivery=self._on_delivery, error_cb=self._on_target_error))
+        producer = self.clients.producer(self._producer_settings())
         try:
             producer.init_transactions(INIT_TIMEOUT_S)
         except KafkaException as exc:
             raise self._cannot_transact(exc.args[0]) from None
-        self._open = False
+        self._open, self._committing = False, None
         return producer
 
     def _cannot_transact(self, error: KafkaError) -> ConfigError | RouteFailed:
@@ -301,42 +316,65 @@ class ExactlyOnceWorker(RouteWorker):
             if self.backlog and not self.paused:
                 self._pause(True)  # the backlog waits for the commit; the source need not fill it further
             return
-        if self.backlog:
-            self._begin()
+        if self.backlog and not self._begin():
+            if not self.paused:
+                self._pause(True)  # no producer to take records: the backlog waits, the source need not fill it
+            return
         before = len(self.backlog)
         super()._drain()
         self._records += before - len(self.backlog)
 
     def _send_syncs(self) -> None:
-        if self.inflight.syncs:
-            self._begin()
-        super()._send_syncs()
+        if not self.inflight.syncs or self._begin():
+            super()._send_syncs()
 
-    def _begin(self) -> None:
-        if not self._open:
+    def _begin(self) -> bool:
+        """A transaction is open (begun now if needed); False when the producer can no longer begin one."""
+        if self._open:
+            return True
+        if self._lost_producer is not None:
+            return False
+        try:
             self.producer.begin_transaction()
-            self._open, self._opened_at, self._records = True, time.monotonic(), 0
+        except KafkaException as exc:
+            self._producer_lost(exc.args[0])
+            return False
+        self._open, self._opened_at, self._records = True, time.monotonic(), 0
+        return True
 
     def _due(self) -> bool:
         return self._open and (time.monotonic() - self._opened_at >= self.interval or self._records >= self.max_records)
 
     def _store_offsets(self) -> None:
         """Each turn: commit the open transaction once it is due and nothing is in flight."""
-        if self._due() and self.failure is None and not len(self.producer) and not self.inflight.syncs:
+        if self._lost_producer is None and self._due() and self.failure is None and not len(self.producer) \
+                and not self.inflight.syncs:
             self._commit_transaction()
 
     def _commit_now(self, keys: set[TP] | None = None) -> None:
-        """Commit the open transaction now (a hand-over, a stop): what is in flight first."""
+        """Commit the open transaction now (a hand-over, a stop): what is in flight first. What cannot commit
+        within the hand-over time is aborted: a transaction left open past a hand-over would later commit
+        records of partitions another worker copies again."""
         if not self._open:
             return
-        left = self._settle(self.timeouts.handover)
-        if left or self.unsafe:
-            self._abort(f"{left} records not acknowledged by the target in time" if left else "internal error")
+        if self._lost_producer is not None:
+            self._replace_producer()  # nothing of the open transaction can commit
             return
-        self._commit_transaction()
+        deadline = time.monotonic() + self.timeouts.handover
+        left = self._settle(self.timeouts.handover)
+        while self._open and not left and not self.unsafe and self._lost_producer is None \
+                and time.monotonic() < deadline:
+            self._commit_transaction()
+        if self._open:
+            self._abort(f"{left} records not acknowledged by the target in time" if left else
+                        "internal error" if self.unsafe else "the commit did not go through in time")
 
     def _commit_transaction(self) -> None:
-        positions = self._positions()
+        """Send the positions and commit; a commit that timed out is tried again with the same positions (the
+        ledgers no longer say which partitions moved once asked)."""
+        if self._committing is None:
+            self._committing = self._positions()
+        positions = self._committing
         try:
             if positions:
                 offsets = [TopicPartition(t, p, offset, metadata=note)
@@ -347,7 +385,7 @@ class ExactlyOnceWorker(RouteWorker):
         except KafkaException as exc:
             self._transaction_failed(exc.args[0])
             return
-        self._open = False
+        self._open, self._committing = False, None
         metrics.TRANSACTIONS.labels(self.route.name, "committed").inc()
         self._copy_to_source_group()
 
@@ -386,16 +424,81 @@ class ExactlyOnceWorker(RouteWorker):
         if error.retriable() and not error.txn_requires_abort() and not error.fatal():
             log.info("transaction commit retried route=%s error=%s", self.route.name, error.str())
             return  # still open and due: the next turn tries again
-        if error.fatal():
-            self._open = False
-            metrics.TRANSACTIONS.labels(self.route.name, "aborted").inc()
-            if self.failure is None:
-                self.failure = (f"fenced on the target ({error.name()}): another producer with transactional id "
-                                f"mirrorflow-{self.route.name}-{self.identity} started (a second worker with the "
-                                "same --worker-id?); nothing of this worker's open transaction is visible")
-                log.error("route stops route=%s reason=%r", self.route.name, self.failure)
+        if error.fatal() or error.code() in PRODUCER_LOST:
+            self._producer_lost(error)
+            self._replace_producer()
             return
         self._abort(f"the target refused the transaction's commit: {error.name()}")
+
+    def _producer_lost(self, error: KafkaError) -> None:
+        """The producer cannot commit any more (fenced, or its transaction timed out): noted, replaced by the
+        loop; its open transaction is aborted by the target, nothing of it is visible."""
+        if self._lost_producer is None:
+            self._lost_producer = f"{error.name()}: {error.str()}"
+
+    def _watch_producer(self) -> None:
+        if self._lost_producer is not None:
+            self._replace_producer()
+        else:
+            super()._watch_producer()
+
+    def _replace_producer(self) -> None:
+        """A new producer (its init_transactions takes the transactional id over) copies again from the last
+        commit; while the target does not answer, its start is tried again each turn. Fenced over and over:
+        another worker runs with this worker's id, and the route stops."""
+        if self._fresh is None:
+            reason = self._lost_producer or "fenced"
+            now = time.monotonic()
+            self._fencings = [t for t in self._fencings if now - t < FENCING_WINDOW_S] + [now]
+            if len(self._fencings) > FENCINGS_ALLOWED:
+                if self.failure is None:
+                    self.failure = (f"the target fenced this worker's producer {len(self._fencings)} times in "
+                                    f"{FENCING_WINDOW_S:.0f} s: another worker uses transactional id "
+                                    f"mirrorflow-{self.route.name}-{self.identity} (the same --worker-id?); {reason}")
+                    log.error("route stops route=%s reason=%r", self.route.name, self.failure)
+                return
+            log.warning("producer fenced by the target, a new one copies again from the last commit (nothing of "
+                        "the open transaction is visible) route=%s reason=%r", self.route.name, reason)
+            keys = set(self.inflight.ledgers)
+            self.inflight.abandon()
+            if self._open:
+                self._open, self._committing = False, None
+                metrics.TRANSACTIONS.labels(self.route.name, "aborted").inc()
+            if self._producer is not None:
+                discard(self._producer)
+            self._producer = self._fresh = self.clients.producer(self._producer_settings())
+            self._back_to_committed(keys)
+        try:
+            self._fresh.init_transactions(REINIT_TIMEOUT_S)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.retriable() or error.code() in (KafkaError._TIMED_OUT, KafkaError.COORDINATOR_NOT_AVAILABLE):
+                self.links.trouble("starting transactions", exc)  # the target away: tried again next turn
+            elif self.failure is None:
+                self.failure = str(self._cannot_transact(error))
+            return
+        self.links.clear("starting transactions")
+        self._fresh, self._lost_producer = None, None
+
+    def _not_produced(self, message: Message, target: str, partition: int, error: KafkaError) -> bool:
+        if error.fatal() or error.code() in PRODUCER_LOST:
+            self._producer_lost(error)
+            return False  # kept; the loop replaces the producer and goes back to the commit anyway
+        return super()._not_produced(message, target, partition, error)
+
+    @shielded("delivery report")
+    def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None and (error.fatal() or error.code() in PRODUCER_LOST):
+            self._producer_lost(error)  # not a refusal of the record: its transaction can no longer commit
+            return
+        super()._on_delivery(error, message)
+
+    @shielded("target error")
+    def _on_target_error(self, error: KafkaError) -> None:
+        if error.code() in PRODUCER_LOST:
+            self._producer_lost(error)
+            return
+        super()._on_target_error(error)
 
     def _abort(self, reason: str) -> None:
         """Abort what is open: every owned partition goes back to its last committed position."""
@@ -406,10 +509,9 @@ class ExactlyOnceWorker(RouteWorker):
                         "visible) route=%s reason=%r", self.route.name, reason)
             try:
                 self.producer.abort_transaction(COMMIT_TIMEOUT_S)
-            except KafkaException as exc:
-                if self.failure is None:
-                    self.failure = f"aborting a transaction failed: {exc.args[0].str()}"
-            self._open = False
+            except KafkaException as exc:  # fenced meanwhile: a new producer aborts it by taking the id over
+                self._producer_lost(exc.args[0])
+            self._open, self._committing = False, None
             metrics.TRANSACTIONS.labels(self.route.name, "aborted").inc()
             self._drop_reports()
         self._back_to_committed(keys)
@@ -449,7 +551,7 @@ class ExactlyOnceWorker(RouteWorker):
         keys = set(self.inflight.ledgers)
         self.inflight.abandon()
         if self._open:
-            self._open = False
+            self._open, self._committing = False, None
             metrics.TRANSACTIONS.labels(self.route.name, "aborted").inc()
         self._back_to_committed(keys)
 

@@ -276,12 +276,16 @@ class RouteWorker(GroupMember):
         except BufferError:
             return False
         except KafkaException as exc:
-            if exc.args[0].code() in NOT_THERE:
-                self._target_not_ready(target, partition)
-                return False  # kept, in order, until the target has the partition
-            self._refuse(message, exc.args[0].str())  # refused before it left: too large for the producer
-            return True
+            return self._not_produced(message, target, partition, exc.args[0])
         self.inflight.produced((topic, partition), offset_of(message), target if target in self.merged else None)
+        return True
+
+    def _not_produced(self, message: Message, target: str, partition: int, error: KafkaError) -> bool:
+        """``produce`` raised: True when the record is dealt with, False to keep it (first in the backlog)."""
+        if error.code() in NOT_THERE:
+            self._target_not_ready(target, partition)
+            return False  # kept, in order, until the target has the partition
+        self._refuse(message, error.str())  # refused before it left: too large for the producer
         return True
 
     def _replay(self) -> None:

@@ -51,6 +51,9 @@ def test_table_has_a_line_per_kind() -> None:
     ({"mismatched": 1}, "1 records changed on the way (fingerprint differs)"),
     ({"out_of_order": 2}, "2 records out of order (first copies, per partition)"),
     ({"traceback_logs": ("worker-w1.log",)}, "a traceback in worker-w1.log"),
+    ({"duplicates": 5}, None),  # at-least-once: repeats are allowed
+    ({"duplicates": 5, "guarantee": "exactly-once"},
+     "5 duplicates on an exactly-once route (as a read_committed consumer sees it)"),
 ])
 def test_verdict(changes: dict[str, object], reason: str | None) -> None:
     final = _final(**changes)
