@@ -21,8 +21,8 @@ def show_status(args: argparse.Namespace) -> int:
         print(as_json([{**dataclasses.asdict(s), "lag": s.lag} for s in rows]))
         return 0
     print(table(
-        ["route", "topic", "partition", "source end", "committed", "lag", "last replicated (UTC)"],
-        [[s.route, s.topic, s.partition, s.end_offset, s.committed, s.lag,
+        ["route", "guarantee", "topic", "partition", "source end", "committed", "lag", "last replicated (UTC)"],
+        [[s.route, s.guarantee, s.topic, s.partition, s.end_offset, s.committed, s.lag,
           s.last_replicated.strftime("%Y-%m-%d %H:%M:%S") if s.last_replicated else None] for s in rows],
     ))
     return 0
@@ -30,7 +30,7 @@ def show_status(args: argparse.Namespace) -> int:
 
 STATUS = Command(
     "status", show_status,
-    help="per route and partition: end offset, committed, lag, last copy",
+    help="per route and partition: guarantee, end offset, committed, lag, last copy",
     options=(
         CONFIG,
         Option("--route", action="append", metavar="NAME", help="only this route (repeatable)"),

@@ -120,13 +120,14 @@ def _groups(request: FailoverRequest) -> frozenset[str] | None:
 
 
 def plan_steps(request: FailoverRequest, source: str, target: str, route_group: str,
-               source_reachable: bool) -> dict[Step, tuple[StepStatus, str]]:
-    """What each step will do, as (PENDING or SKIPPED, readable decision), given the source's state."""
+               source_reachable: bool, group_cluster: str | None = None) -> dict[Step, tuple[StepStatus, str]]:
+    """What each step will do, as (PENDING or SKIPPED, readable decision), given the source's state.
+    ``group_cluster``: where ``route_group`` lives (the source, unless the route is exactly-once)."""
     skip, run = StepStatus.SKIPPED, StepStatus.PENDING
     if source_reachable:
         drain = (run, f"wait up to {request.drain_timeout_seconds} s until nothing is left to copy")
         stop = (run, (f"mark the route failed over and wait up to {request.stop_timeout_seconds} s until group "
-                      f"{route_group!r} on {source!r} has no member"))
+                      f"{route_group!r} on {group_cluster or source!r} has no member"))
     else:
         drain = (skip, f"source {source!r} unreachable: nothing can drain; going on")
         stop = (run, (f"mark the route failed over; its workers cannot be seen while {source!r} is down: stop them "

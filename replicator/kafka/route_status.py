@@ -30,6 +30,7 @@ class PartitionStatus:
     end_offset: int
     committed: int | None
     last_replicated: dt.datetime | None
+    guarantee: str = "at-least-once"  # the route's: exactly-once positions commit with the records
 
     @property
     def lag(self) -> int:
@@ -59,7 +60,7 @@ def route_status(config: Config, route: RouteConfig, timeout: float = 15.0) -> l
                            retriable=error.retriable() or error.name() in _SETTLING) from None
     return [
         PartitionStatus(route.name, tp.topic, tp.partition, end_of[(tp.topic, tp.partition)],
-                        tp.offset if tp.offset >= 0 else None, _stored_at(tp.metadata))
+                        tp.offset if tp.offset >= 0 else None, _stored_at(tp.metadata), route.guarantee)
         for tp in sorted(committed, key=lambda t: (t.topic, t.partition))
     ]
 

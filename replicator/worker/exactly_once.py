@@ -40,6 +40,7 @@ from replicator.domain.positions import SourcePosition, decode_positions, encode
 from replicator.errors import ConfigError
 from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, membership_settings, producer_settings
 from replicator.worker import metrics
+from replicator.worker.bounded import Hung, bounded
 from replicator.worker.callbacks import shielded
 from replicator.worker.records import TP
 from replicator.worker.route_worker import RouteFailed, RouteWorker, WorkerTimeouts
@@ -81,6 +82,7 @@ class ExactlyOnceWorker(RouteWorker):
         self._sources: dict[TP, list[TP]] = {}  # owned target partition -> the source partitions it copies
         self._lost_producer: str | None = None  # why the producer can no longer commit (the loop replaces it)
         self._fresh: Producer | None = None  # the replacement, until its init_transactions succeeded
+        self._hung = False  # a call on the current producer never returned: it is not to be purged or destroyed
         self._fencings: list[float] = []  # when producers were replaced for that
         self._moved: dict[TP, int] = {}  # source partition -> position, acknowledged in the transaction committing
         self._committing: dict[TP, tuple[int, str]] | None = None  # the positions of a commit under way
@@ -375,15 +377,21 @@ class ExactlyOnceWorker(RouteWorker):
         if self._committing is None:
             self._committing = self._positions()
         positions = self._committing
+        producer = self.producer
         try:
             if positions:
                 offsets = [TopicPartition(t, p, offset, metadata=note)
                            for (t, p), (offset, note) in sorted(positions.items())]
-                self.producer.send_offsets_to_transaction(offsets, self.member.consumer_group_metadata(),
-                                                          COMMIT_TIMEOUT_S)
-            self.producer.commit_transaction(COMMIT_TIMEOUT_S)
+                group = self.member.consumer_group_metadata()
+                bounded("send_offsets_to_transaction",
+                        lambda: producer.send_offsets_to_transaction(offsets, group, COMMIT_TIMEOUT_S),
+                        COMMIT_TIMEOUT_S)
+            bounded("commit_transaction", lambda: producer.commit_transaction(COMMIT_TIMEOUT_S), COMMIT_TIMEOUT_S)
         except KafkaException as exc:
             self._transaction_failed(exc.args[0])
+            return
+        except Hung as exc:
+            self._producer_hung(str(exc))
             return
         self._open, self._committing = False, None
         metrics.TRANSACTIONS.labels(self.route.name, "committed").inc()
@@ -430,6 +438,12 @@ class ExactlyOnceWorker(RouteWorker):
             return
         self._abort(f"the target refused the transaction's commit: {error.name()}")
 
+    def _producer_hung(self, what: str) -> None:
+        """A transactional call never returned (librdkafka, see ``bounded``): the producer is replaced."""
+        if self._lost_producer is None:
+            self._lost_producer = f"{what} (librdkafka did not answer; the producer is replaced)"
+        self._hung = True
+
     def _producer_lost(self, error: KafkaError) -> None:
         """The producer cannot commit any more (fenced, or its transaction timed out): noted, replaced by the
         loop; its open transaction is aborted by the target, nothing of it is visible."""
@@ -464,12 +478,18 @@ class ExactlyOnceWorker(RouteWorker):
             if self._open:
                 self._open, self._committing = False, None
                 metrics.TRANSACTIONS.labels(self.route.name, "aborted").inc()
-            if self._producer is not None:
-                discard(self._producer)
+            if self._producer is not None and not self._hung:
+                discard(self._producer)  # (one a call hangs in stays with that call: destroying it may hang too)
+            self._hung = False
             self._producer = self._fresh = self.clients.producer(self._producer_settings())
             self._back_to_committed(keys)
+        fresh = self._fresh
         try:
-            self._fresh.init_transactions(REINIT_TIMEOUT_S)
+            bounded("init_transactions", lambda: fresh.init_transactions(REINIT_TIMEOUT_S), REINIT_TIMEOUT_S)
+        except Hung as exc:  # left with its call; another new one is started at the next turn
+            self.links.trouble("starting transactions", exc)
+            self._producer = self._fresh = self.clients.producer(self._producer_settings())
+            return
         except KafkaException as exc:
             error = exc.args[0]
             if error.retriable() or error.code() in (KafkaError._TIMED_OUT, KafkaError.COORDINATOR_NOT_AVAILABLE):
@@ -507,10 +527,13 @@ class ExactlyOnceWorker(RouteWorker):
         if self._open:
             log.warning("transaction aborted, copying again from the last committed positions (nothing of it is "
                         "visible) route=%s reason=%r", self.route.name, reason)
+            producer = self.producer
             try:
-                self.producer.abort_transaction(COMMIT_TIMEOUT_S)
+                bounded("abort_transaction", lambda: producer.abort_transaction(COMMIT_TIMEOUT_S), COMMIT_TIMEOUT_S)
             except KafkaException as exc:  # fenced meanwhile: a new producer aborts it by taking the id over
                 self._producer_lost(exc.args[0])
+            except Hung as exc:
+                self._producer_hung(str(exc))
             self._open, self._committing = False, None
             metrics.TRANSACTIONS.labels(self.route.name, "aborted").inc()
             self._drop_reports()

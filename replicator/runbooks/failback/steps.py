@@ -85,7 +85,8 @@ def check(ctx: Ctx, run: FailbackRun) -> StepResult:
                          "back; `mirrorflow failover` first")
     workers = source.route_workers(ctx.config, route)
     if workers:
-        raise StepFailed(f"route {name}: {workers} worker(s) are in group {group_id(route)!r} on {route.source!r} "
+        cluster, group = source.workers_group(route)
+        raise StepFailed(f"route {name}: {workers} worker(s) are in group {group!r} on {cluster!r} "
                          f"again: stop them (they would copy {route.source!r} onto {route.target!r} while the "
                          "applications use it), then run the failback again")
     topics = rev.reverse_topics(ctx.config, route)

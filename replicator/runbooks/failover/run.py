@@ -23,11 +23,11 @@ from replicator.config import Config, ConfigRef, RouteConfig, as_config
 from replicator.domain.failover import FailoverMode, FailoverRequest, Step, parse_duration, parse_instant
 from replicator.domain.failover_run import FailoverRun, next_steps
 from replicator.domain.group_filter import requested_group_problems
-from replicator.domain.naming import group_id
 from replicator.errors import UsageError
 from replicator.kafka.clients import admin_settings
 from replicator.runbooks import engine
 from replicator.runbooks.engine import Runbook, RunFailed
+from replicator.runbooks.failover.source import workers_group
 from replicator.runbooks.failover.steps import STEPS, Ctx
 from replicator.runbooks.start import dry_run_note
 from replicator.runbooks.start import start as runbook_start
@@ -102,7 +102,7 @@ def start(config: Config, request: FailoverRequest, restart: bool = False, say: 
         notes = _check_groups(config, route, request)
         if unfinished is not None and request.dry_run:
             notes.append(dry_run_note(FAILOVER, unfinished))
-        run = FailoverRun.new(request, route.source, route.target, group_id(route), pendulum.now("UTC"))
+        run = FailoverRun.new(request, route.source, route.target, workers_group(route)[1], pendulum.now("UTC"))
         return replace(run, notes=tuple(notes))
 
     return runbook_start(FAILOVER, _store(config, route), request, restart, fresh, say)

@@ -18,7 +18,7 @@ from replicator.config import Config, RouteConfig
 from replicator.domain.checkpoint import Partition
 from replicator.domain.failover import is_application_topic
 from replicator.domain.failover_run import PartitionLag
-from replicator.domain.naming import group_id
+from replicator.domain.naming import group_id, positions_group_id
 from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import cluster_metadata
 from replicator.kafka.clients import admin_settings
@@ -35,11 +35,19 @@ def unreachable(config: Config, cluster: str, timeout: float = 5.0) -> str | Non
     return None
 
 
+def workers_group(route: RouteConfig) -> tuple[str, str]:
+    """(cluster, group) whose members are the route's running workers: the route's group on the source, or an
+    exactly-once route's positions group on the target."""
+    if route.guarantee == "exactly-once":
+        return route.target, positions_group_id(route)
+    return route.source, group_id(route)
+
+
 def route_workers(config: Config, route: RouteConfig) -> int:
-    """Active members of the route's consumer group on its source: its running workers."""
-    admin = AdminClient(admin_settings(config.cluster(route.source).client_properties()))
-    group = group_id(route)
-    return active_members(admin, [group], f"route {route.name}: source {route.source!r}")[group]
+    """Active members of the route's workers' group: its running workers."""
+    cluster, group = workers_group(route)
+    admin = AdminClient(admin_settings(config.cluster(cluster).client_properties()))
+    return active_members(admin, [group], f"route {route.name}: cluster {cluster!r}")[group]
 
 
 def measure_lags(config: Config, route: RouteConfig) -> tuple[PartitionLag, ...]:

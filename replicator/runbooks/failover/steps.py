@@ -36,7 +36,7 @@ StepResult = engine.StepResult[FailoverRun]
 
 def _plan(ctx: Ctx, run: FailoverRun, step: Step) -> tuple[StepStatus, str]:
     return plan_steps(run.request, ctx.route.source, ctx.route.target, run.route_group,
-                      bool(run.source_reachable))[step]
+                      bool(run.source_reachable), source.workers_group(ctx.route)[0])[step]
 
 
 def check_source(ctx: Ctx, run: FailoverRun) -> StepResult:
@@ -118,8 +118,8 @@ def stop_route(ctx: Ctx, run: FailoverRun) -> StepResult:
             time.sleep(2.0)
         if workers:
             raise StepFailed(f"route {ctx.route.name}: {workers} worker(s) still in group {run.route_group!r} on "
-                             f"{ctx.route.source!r} after {timeout} s: stop them (SIGTERM to each `mirrorflow run "
-                             f"--route {ctx.route.name}`), then run the failover again to go on")
+                             f"{source.workers_group(ctx.route)[0]!r} after {timeout} s: stop them (SIGTERM to each "
+                             f"`mirrorflow run --route {ctx.route.name}`), then run the failover again to go on")
         lags = source.measure_lags(ctx.config, ctx.route)
     except ClusterError as exc:
         return _source_lost(ctx, run, exc, f"while stopping the route ({exc})")

@@ -53,8 +53,10 @@ ROUTES = {  # route -> (topic, partitions, groups the route checkpoints)
     "inc": ("f-inc", 2, ["inc-app"]),  # failed over with primary down, then failed back (incremental)
     "res": ("f-res", 2, ["res-app"]),  # failed over planned, then failed back (resync)
     "ident": ("f-ident", 2, ["ident-app"]),  # policy identity: failed over planned, failed back (incremental)
+    "eos": ("f-eos", 2, ["eos-app"]),  # exactly-once: failed over planned
 }
 POLICIES = {"ident": "identity"}
+GUARANTEES = {"eos": "exactly-once"}
 
 
 @dataclass
@@ -88,7 +90,8 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     primary, backup = start_pair(home, {"fprimary": free_port(), "fbackup": free_port()}, heap="384m")
     try:
         routes = [{"name": name, "source": "primary", "target": "backup", "topics": [topic],
-                   "policy": POLICIES.get(name, "prefix"), "checkpoints": {"groups": groups}}
+                   "policy": POLICIES.get(name, "prefix"), "checkpoints": {"groups": groups},
+                   "guarantee": GUARANTEES.get(name, "at-least-once")}
                   for name, (topic, _, groups) in ROUTES.items()]
         config = write_config(home / "m.yaml", primary.spec.bootstrap_servers, backup.spec.bootstrap_servers, routes)
         create_topics(primary.spec.bootstrap_servers, {topic: n for topic, n, _ in ROUTES.values()})
@@ -196,6 +199,37 @@ def test_planned_failover_drains_waits_for_the_workers_and_resumes_where_it_stop
         (0, "exact", "written", run["commits"][0]["point"]["target_offset"]),
         (1, "exact", "written", run["commits"][1]["point"]["target_offset"])}
     resumed = resume_on_target(pair.b, "planned-app", f"primary.{topic}", partitions)
+    for p in range(partitions):
+        assert resumed[p] == [rec for offset, rec in source[p] if offset >= commits[p]], f"partition {p}"
+
+
+def test_planned_failover_of_an_exactly_once_route_resumes_a_group_with_none_repeated(pair: Pair) -> None:
+    """An exactly-once route's workers are members of its positions group on the target: the failover waits
+    for that group to empty, and the application's group resumes on the target right after its last record."""
+    pair.up()
+    topic, partitions, _ = ROUTES["eos"]
+    write_batch(pair.p, topic, partitions, "one")
+    worker = Worker(pair.config, "eos", log_dir=pair.home)
+    try:
+        wait_caught_up(pair.p, "eos", topic, read_source(pair.p, topic, partitions))
+        write_batch(pair.p, topic, partitions, "two")
+        source = read_source(pair.p, topic, partitions)
+        commits = consume_part(pair.p, "eos-app", topic, {0: 9, 1: 2 * VISIBLE_PER_BATCH})
+        first = _failover(pair, "--route", "eos", "--drain-timeout", "90", "--stop-timeout", "0")
+        assert first.returncode == 1, first.stdout + first.stderr
+        assert "1 worker(s) still in group 'mirrorflow-eos.positions' on 'backup' after 0 s" in first.stderr
+        assert worker.process.wait(30) == 1, worker.output()[-2000:]  # it noticed the hold and stopped
+    finally:
+        if worker.process.poll() is None:
+            worker.terminate()
+    assert "Traceback" not in worker.output()
+    again = _failover(pair, "--route", "eos", "--drain-timeout", "90", "--json")
+    assert again.returncode == 0, again.stderr
+    run = json.loads(again.stdout)
+    assert run["status"] == "done" and run["rpo"]["records"] == 0
+    assert {(c["point"]["partition"], c["point"]["basis"], c["outcome"]) for c in run["commits"]} == {
+        (0, "exact", "written"), (1, "exact", "written")}
+    resumed = resume_on_target(pair.b, "eos-app", f"primary.{topic}", partitions)
     for p in range(partitions):
         assert resumed[p] == [rec for offset, rec in source[p] if offset >= commits[p]], f"partition {p}"
 
