@@ -87,11 +87,12 @@ def raw_consumer(env: Env, topic: str) -> dict[str, Any]:
 
 
 def watch_copy(env: Env, peer: Child, label: str, target_topic: str, size: int,
-               budget_s: float | None = None) -> dict[str, Any]:
+               budget_s: float | None = None, counter: Any = None) -> dict[str, Any]:
     """From the peer's launch until ``target_topic`` holds N records (polled every 0.2 s), or, with
     ``budget_s``, until that long after the first record (then the figures are of what was copied by then,
-    and ``partial`` is true)."""
-    offsets = Offsets(env.target)
+    and ``partial`` is true). ``counter``: what counts the records (end offsets by default; a
+    ``RecordCounter`` for a target written in transactions)."""
+    offsets = counter or Offsets(env.target)
     launched = time.monotonic()
     first_at = first_cpu = None
     last_count, last_progress, last_report = 0, launched, launched

@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any, ClassVar
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition  # noqa: E402
 
 from replicator.jars import kafka_classpath  # noqa: E402
 
@@ -167,6 +168,37 @@ class Offsets:
 
     def close(self) -> None:
         self.consumer.close()
+
+
+class RecordCounter:
+    """Records of a topic as a read_committed consumer sees them, counted as they come (a thread of its own):
+    a target written in transactions has a marker after each transaction, which end offsets would count."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.count = 0
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-record-counter",
+                                   "enable.auto.commit": "false", "isolation.level": "read_committed",
+                                   "fetch.max.bytes": str(64 * 1024 * 1024)})
+        self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"count-{topic}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.count += sum(1 for m in self._consumer.consume(10_000, 0.2) if m.error() is None)
+            except KafkaException:
+                time.sleep(0.2)  # the topic is not there yet
+
+    def total(self, _topic: str) -> int:
+        """Records counted so far (the topic is the one given at the start)."""
+        return self.count
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._consumer.close()
 
 
 def percentile(sorted_values: list[float], q: float) -> float | None:

@@ -500,6 +500,12 @@ class ExactlyOnceWorker(RouteWorker):
         self.links.clear("starting transactions")
         self._fresh, self._lost_producer = None, None
 
+    def _sync_not_produced(self, error: KafkaError) -> None:
+        if error.fatal() or error.code() in PRODUCER_LOST:
+            self._producer_lost(error)  # the loop replaces the producer; the syncs go with the copy again
+        else:
+            super()._sync_not_produced(error)
+
     def _not_produced(self, message: Message, target: str, partition: int, error: KafkaError) -> bool:
         if error.fatal() or error.code() in PRODUCER_LOST:
             self._producer_lost(error)

@@ -313,4 +313,12 @@ class GroupMember(ABC):
                 self.producer.produce(self.subscription.sync_topic, value, key, partition=0)
             except BufferError:
                 return
+            except KafkaException as exc:
+                self._sync_not_produced(exc.args[0])
+                return
             syncs.popleft()
+
+    def _sync_not_produced(self, error: KafkaError) -> None:
+        """``produce`` refused an offset sync (not a full queue): the producer is unusable, stop the route (the
+        commit never passes a sync not written)."""
+        self.failure = self.failure or f"offset sync not produced: {error.str()}"
