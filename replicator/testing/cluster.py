@@ -12,19 +12,22 @@ from confluent_kafka import KafkaError, KafkaException
 
 from replicator.testing.group import FakeGroup
 from replicator.testing.process import FakeProcess
+from replicator.testing.transactions import Coordinator
 
 TP = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
 class FakeRecord:
-    """A record as a partition log holds it."""
+    """A record as a partition log holds it; a transaction's marker is one too (``control``, no data)."""
 
     offset: int
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
     timestamp: int
+    txn: int | None = None  # the number of the transaction that wrote it
+    control: bool = False  # a commit or abort marker: no consumer ever gets it
 
 
 @dataclass(slots=True)
@@ -34,6 +37,13 @@ class FakeLog:
     records: list[FakeRecord] = field(default_factory=list)
     start: int = 0
     end: int = 0
+    open_txns: dict[int, int] = field(default_factory=dict)  # open transaction -> its first offset here
+
+    @property
+    def stable_end(self) -> int:
+        """The last stable offset: a ``read_committed`` reader gets nothing from an open transaction's
+        first record on."""
+        return min(self.open_txns.values(), default=self.end)
 
     def read(self, offset: int, limit: int) -> list[FakeRecord]:
         """Up to ``limit`` records from ``offset`` on (which must be within the log)."""
@@ -60,6 +70,7 @@ class FakeCluster:
         self.topics: dict[str, FakeTopic] = {}
         self.groups: dict[str, FakeGroup] = {}
         self.lock = threading.RLock()
+        self.transactions = Coordinator(self)
         self.frozen = False
         # A slow broker: at most this many delivery reports per producer poll (None: all).
         self.deliveries_per_poll: int | None = None
@@ -101,13 +112,16 @@ class FakeCluster:
             if self.failures.get(request, 0) > 0:
                 self.failures[request] -= 1
                 raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"fake {request} timed out"))
-            gate = self.gates.get(request)
+            name = f"{request}@{process.name}" if process is not None else request
+            if name not in self.gates:
+                name = request
+            gate = self.gates.get(name)
             if gate is not None:
-                self.waiting[request] += 1
+                self.waiting[name] += 1
         if gate is not None:
             gate.wait()
             with self.lock:
-                self.waiting[request] -= 1
+                self.waiting[name] -= 1
 
     # -- topics ------------------------------------------------------------------
 
@@ -139,20 +153,32 @@ class FakeCluster:
         return found.logs[partition]
 
     def append(self, topic: str, partition: int, key: bytes | None, value: bytes | None,
-               headers: list[tuple[str, bytes | None]] | None = None, timestamp: int = 0) -> int:
-        """Write a record; returns its offset."""
+               headers: list[tuple[str, bytes | None]] | None = None, timestamp: int = 0,
+               txn: int | None = None) -> int:
+        """Write a record (of transaction number ``txn``, if any); returns its offset."""
         with self.lock:
             log = self.log(topic, partition)
             offset = log.end
             log.records.append(FakeRecord(offset, key, value, tuple(headers or ()),
-                                          timestamp or int(time.time() * 1000)))
+                                          timestamp or int(time.time() * 1000), txn))
             log.end += 1
+            if txn is not None:
+                log.open_txns.setdefault(txn, offset)
             return offset
 
-    def records(self, topic: str, partition: int) -> list[FakeRecord]:
-        """Every record of one partition still held, in offset order."""
+    def append_marker(self, topic: str, partition: int, txn: int) -> None:
+        """End transaction ``txn`` in one partition: a marker takes the next offset."""
         with self.lock:
-            return list(self.log(topic, partition).records)
+            log = self.log(topic, partition)
+            log.records.append(FakeRecord(log.end, None, None, (), int(time.time() * 1000), txn, control=True))
+            log.end += 1
+            log.open_txns.pop(txn, None)
+
+    def records(self, topic: str, partition: int) -> list[FakeRecord]:
+        """Every record of one partition still held, in offset order, as a ``read_uncommitted`` reader sees
+        them: aborted and open transactions' records included, markers left out."""
+        with self.lock:
+            return [r for r in self.log(topic, partition).records if not r.control]
 
     def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
         """(log start, log end) of one partition."""

@@ -6,6 +6,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import (
@@ -17,7 +18,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from replicator.testing.cluster import FakeCluster
+from replicator.testing.cluster import FakeCluster, FakeLog
 from replicator.testing.message import FakeMessage
 from replicator.testing.process import FakeProcess
 
@@ -25,8 +26,19 @@ TP = tuple[str, int]
 Callback = Callable[..., Any] | None
 
 
+@dataclass(frozen=True, slots=True)
+class FakeGroupMetadata:
+    """What ``consumer_group_metadata()`` gives a transactional producer: who is committing, in which group."""
+
+    group_id: str
+    member_id: str | None  # None: a consumer that never joined
+    epoch: int
+
+
 class FakeConsumer:
-    """Subscribe, consume (rebalance callbacks served here), pause, seek, store and commit offsets."""
+    """Subscribe, consume (rebalance callbacks served here), pause, seek, store and commit offsets. With
+    ``isolation.level`` read_committed (librdkafka's default) it reads no further than the last stable offset
+    and skips aborted records; markers are never returned."""
 
     def __init__(self, settings: dict[str, Any], cluster: FakeCluster, process: FakeProcess | None = None) -> None:
         self.cluster = cluster
@@ -36,6 +48,8 @@ class FakeConsumer:
         self.reset = str(settings.get("auto.offset.reset", "latest"))
         self.auto_commit = str(settings.get("enable.auto.commit", "true")) == "true"
         self.on_commit: Callback = settings.get("on_commit")
+        self.read_committed = str(settings.get("isolation.level", "read_committed")) == "read_committed"
+        self.joined = False  # subscribed once: a member of the group (else its commits are "simple" ones)
         self.positions: dict[TP, int | None] = {}  # assigned partitions -> next offset (None: unknown)
         self.paused: set[TP] = set()
         self.stuck: set[TP] = set()  # after a failed reset: seek refused until assigned again
@@ -55,6 +69,7 @@ class FakeConsumer:
         self._join(topics)
 
     def _join(self, topics: list[str]) -> None:
+        self.joined = True
         try:
             self.group.join(self.member_id, topics, id(self))
         except KafkaException as exc:  # librdkafka learns it from a heartbeat: an error event of the whole
@@ -111,8 +126,12 @@ class FakeConsumer:
             return offset
         if offset in (OFFSET_BEGINNING, OFFSET_END):
             low, high = self.cluster.watermarks(*key)
-            return low if offset == OFFSET_BEGINNING else high
+            return low if offset == OFFSET_BEGINNING else self._end_of(key, high)
         return self._start_of(key)
+
+    def _end_of(self, key: TP, high: int) -> int:
+        """Where "the end" is for this reader: the last stable offset under read_committed."""
+        return self.cluster.log(*key).stable_end if self.read_committed else high
 
     def _start_of(self, key: TP) -> int | None:
         committed = self.group.committed.get(key)
@@ -122,7 +141,7 @@ class FakeConsumer:
         if self.reset == "error":
             self._reset_error(key)
             return None
-        return low if self.reset in ("earliest", "smallest") else high
+        return low if self.reset in ("earliest", "smallest") else self._end_of(key, high)
 
     def _reset_error(self, key: TP) -> None:
         # librdkafka's own reset failed (auto.offset.reset=error): it reports it, and the partition is
@@ -192,17 +211,35 @@ class FakeConsumer:
                 self.positions[key] = None
                 self._reset_error(key)
                 continue
-            for record in log.read(position, limit - len(out)):
-                out.append(FakeMessage(key[0], key[1], record.offset, record.key, record.value,
-                                       list(record.headers) or None, record.timestamp))
-                self.positions[key] = record.offset + 1
+            out += self._read(key, log, position, limit - len(out))
+        return out
+
+    def _read(self, key: TP, log: FakeLog, position: int, limit: int) -> list[FakeMessage]:
+        """Up to ``limit`` records from ``position``: markers skipped, and under read_committed aborted
+        records skipped and nothing at or past the last stable offset."""
+        end = log.stable_end if self.read_committed else log.end
+        aborted = self.cluster.transactions.aborted
+        out: list[FakeMessage] = []
+        for record in log.read(position, max(0, end - position)):
+            if len(out) >= limit:
+                break
+            self.positions[key] = record.offset + 1
+            if record.control or (self.read_committed and record.txn in aborted):
+                continue
+            out.append(FakeMessage(key[0], key[1], record.offset, record.key, record.value,
+                                   list(record.headers) or None, record.timestamp))
         return out
 
     # -- offsets ---------------------------------------------------------------------
 
     def committed(self, partitions: list[TopicPartition], timeout: float = -1) -> list[TopicPartition]:
-        """The group's committed offsets (with their metadata)."""
+        """The group's committed offsets (with their metadata). Offsets an open transaction holds are waited
+        for (Kafka's require_stable): a timeout, retriable, until that transaction ends."""
         self.cluster.check_reachable("committed", self.process)
+        if any(self.cluster.transactions.pending(self.group.group_id, (tp.topic, tp.partition)) for tp in partitions):
+            time.sleep(0.01)
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "fake committed: UNSTABLE_OFFSET_COMMIT "
+                                            "(offsets pending in an open transaction)", retriable=True))
         out = []
         for tp in partitions:
             offset, note = self.group.committed.get((tp.topic, tp.partition), (OFFSET_INVALID, None))
@@ -238,9 +275,12 @@ class FakeConsumer:
 
     def _commit_stored(self, raise_errors: bool) -> list[TopicPartition]:
         offsets, self.stored = dict(self.stored), {}
+        return self._commit_offsets(offsets, raise_errors)
+
+    def _commit_offsets(self, offsets: dict[TP, tuple[int, str | None]], raise_errors: bool) -> list[TopicPartition]:
         parts = [_partition(t, p, o, m) for (t, p), (o, m) in offsets.items()]
         try:
-            self.group.commit(self.member_id, offsets)
+            self.group.commit(self.member_id if self.joined else None, offsets)
         except KafkaException as exc:
             if self.on_commit is not None:
                 self.on_commit(exc.args[0], parts)
@@ -251,13 +291,34 @@ class FakeConsumer:
             self.on_commit(None, parts)
         return parts
 
-    def commit(self, asynchronous: bool = True) -> list[TopicPartition] | None:
-        """Commit the stored offsets; _NO_OFFSET when there are none."""
+    def commit(self, message: object = None, offsets: list[TopicPartition] | None = None,
+               asynchronous: bool = True) -> list[TopicPartition] | None:
+        """Commit ``offsets`` (a consumer that never joined makes a "simple" commit), else the stored ones
+        (_NO_OFFSET when there are none). An asynchronous commit of ``offsets`` reports errors to ``on_commit``
+        only, as librdkafka does."""
         self.process.checkpoint()
-        self.cluster.check_reachable("commit", self.process)
-        if not self.stored:
-            raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "no offset to commit"))
-        return self._commit_stored(raise_errors=True)
+        if offsets is None:
+            self.cluster.check_reachable("commit", self.process)
+            if not self.stored:
+                raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "no offset to commit"))
+            return self._commit_stored(raise_errors=True)
+        explicit = {(tp.topic, tp.partition): (tp.offset, tp.metadata) for tp in offsets}
+        try:
+            self.cluster.check_reachable("commit", self.process)
+        except KafkaException as exc:
+            if not asynchronous:
+                raise
+            if self.on_commit is not None:
+                self.on_commit(exc.args[0], offsets)
+            return None
+        committed = self._commit_offsets(explicit, raise_errors=not asynchronous)
+        return None if asynchronous else committed
+
+    def consumer_group_metadata(self) -> FakeGroupMetadata:
+        """The group and this member (its epoch now), for a transactional producer's offsets."""
+        epoch = self.group.live_epoch(self.member_id) if self.joined else None
+        return FakeGroupMetadata(self.group.group_id, self.member_id if self.joined else None,
+                                 -1 if epoch is None else epoch)
 
     def close(self) -> None:
         """Revoke what is owned (callbacks run), commit what is stored, leave the group."""
@@ -267,11 +328,13 @@ class FakeConsumer:
         if self.fatal is not None:
             self.closed = True
             return
-        self.unsubscribe()
-        self._serve_group()
+        if self.joined:
+            self.unsubscribe()
+            self._serve_group()
         if self.auto_commit and self.stored:
             self._commit_stored(raise_errors=False)
-        self.group.leave(self.member_id)
+        if self.joined:
+            self.group.leave(self.member_id)
         self.closed = True
 
     def crash(self, expire: bool = True) -> None:

@@ -4,8 +4,10 @@ The coordinator keeps a target assignment (sticky, balanced by partition count).
 member is told to revoke what it owns but should not; a partition is given to its new
 owner only once the old owner has revoked it, so two members never own one partition
 at once — unless a member's session expired: its partitions move at once, and the
-member learns it lost them the next time it polls (a "zombie" that wakes up). Commits
-of an expired member are refused, as the broker refuses a stale member epoch.
+member learns it lost them the next time it polls (a "zombie" that wakes up), and
+rejoins with a new member epoch. Commits of an expired member are refused, as the
+broker refuses a stale member epoch; a commit from a consumer that never joined (a
+"simple" commit) is taken only while the group has no live member.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class Member:
     token: int  # which client holds this membership (a static id may move to a new process)
     owned: set[TP] = field(default_factory=set)
     expired: bool = False
+    epoch: int = 1  # bumped when it rejoins after its session expired
 
 
 class FakeGroup:
@@ -102,6 +105,7 @@ class FakeGroup:
                 return None
             if member.expired:  # it learns now; it then rejoins as a new member would
                 lost, member.owned, member.expired = sorted(member.owned), set(), False
+                member.epoch += 1
                 return ("lost", lost) if lost else None
             self._rebalance()
             revoke = sorted(tp for tp in member.owned if self.owner.get(tp) != member_id)
@@ -125,10 +129,20 @@ class FakeGroup:
 
     # -- offsets -------------------------------------------------------------------
 
-    def commit(self, member_id: str, offsets: dict[TP, tuple[int, str | None]]) -> None:
-        """Store committed offsets; refused for a member the group no longer knows."""
+    def live_epoch(self, member_id: str) -> int | None:
+        """The member's epoch while its session is valid, else None."""
         with self.cluster.lock:
             member = self.members.get(member_id)
-            if member is None or member.expired:
+            return None if member is None or member.expired else member.epoch
+
+    def commit(self, member_id: str | None, offsets: dict[TP, tuple[int, str | None]]) -> None:
+        """Store committed offsets; refused for a member the group no longer knows, and for a consumer that
+        never joined (``member_id`` None) while the group has live members."""
+        with self.cluster.lock:
+            if member_id is None:
+                known = not self.alive()
+            else:
+                known = self.live_epoch(member_id) is not None
+            if not known:
                 raise KafkaException(KafkaError(KafkaError.UNKNOWN_MEMBER_ID, "member fenced"))
             self.committed.update(offsets)

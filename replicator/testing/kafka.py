@@ -13,6 +13,7 @@ from replicator.testing.cluster import FakeCluster
 from replicator.testing.consumer import FakeConsumer
 from replicator.testing.process import FakeProcess
 from replicator.testing.producer import FakeProducer
+from replicator.testing.transactional import FakeTransactionalProducer
 
 
 class FakeKafka:
@@ -44,7 +45,8 @@ class FakeKafka:
             return cast(Consumer, made)
 
         def producer(settings: dict[str, Any]) -> Producer:
-            made = FakeProducer(settings, self._of(settings), proc)
+            kind = FakeTransactionalProducer if "transactional.id" in settings else FakeProducer
+            made = kind(settings, self._of(settings), proc)
             self.producers.setdefault(process, []).append(made)
             return cast(Producer, made)
 

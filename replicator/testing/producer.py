@@ -44,6 +44,7 @@ class FakeProducer:
         self._round = -1  # the partitioner's turn for records without a key
         self.wedged = False  # accepts records, reports nothing, while the cluster answers (``wedge``)
         self.purged: deque[Queued] = deque()  # dropped by ``purge``, reported as such by the next poll
+        self.queue_full = 0  # produce() calls refused with BufferError
 
     def __len__(self) -> int:
         return len(self.queue)
@@ -54,6 +55,7 @@ class FakeProducer:
         """Queue a record; BufferError when the queue is full (as librdkafka's QUEUE_FULL)."""
         self.process.checkpoint()
         if len(self.queue) >= self.capacity:
+            self.queue_full += 1
             raise BufferError("Local: Queue full")
         with self.cluster.lock:  # librdkafka checks the partition against its metadata before queueing
             known = self.cluster.topics.get(topic)
@@ -101,11 +103,11 @@ class FakeProducer:
                 if (item.topic, item.partition) in self.cluster.hidden_partitions:
                     raise KafkaException(KafkaError(self.cluster.hidden_error))
                 self._check_size(item)
-                offset = self.cluster.append(item.topic, item.partition, item.key, item.value,
-                                             item.headers, item.timestamp)
+                offset = self._write(item)
                 error = None
             except KafkaException as exc:
                 offset, error = -1, exc.args[0]
+                self._delivery_failed(error)
             if error is None and self.cluster.offsetless_deliveries > 0:
                 self.cluster.offsetless_deliveries -= 1
                 offset = -1
@@ -118,6 +120,13 @@ class FakeProducer:
                 self.queue.popleft()  # the record leaves the queue only after its report ran
             served += 1
         return served
+
+    def _write(self, item: Queued) -> int:
+        """Append the record to its partition's log; returns its offset."""
+        return self.cluster.append(item.topic, item.partition, item.key, item.value, item.headers, item.timestamp)
+
+    def _delivery_failed(self, error: KafkaError) -> None:
+        """A record failed (a transactional producer's transaction can then only be aborted)."""
 
     def _check_size(self, item: Queued) -> None:
         """The broker refuses a record larger than its topic's ``max.message.bytes`` (set on the topic, else
