@@ -25,10 +25,10 @@ class WorkerThread:
     """A RouteWorker running in a thread; ``error`` holds what ended it."""
 
     def __init__(self, kafka: FakeKafka, process: str, config, timeouts: WorkerTimeouts = FAST,  # type: ignore[no-untyped-def]
-                 worker_id: str | None = None) -> None:
+                 worker_id: str | None = None, kind: type[RouteWorker] = RouteWorker) -> None:
         self.stop = threading.Event()
-        self.worker = RouteWorker(config, config.routes[0], None, batch_size=100, worker_id=worker_id,
-                                  clients=kafka.clients(process), timeouts=timeouts)
+        self.worker = kind(config, config.routes[0], None, batch_size=100, worker_id=worker_id,
+                           clients=kafka.clients(process), timeouts=timeouts)
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name=f"worker-{process}", daemon=True)
         self.thread.start()

@@ -1,0 +1,217 @@
+"""The exactly-once worker on fake clients with Kafka's transactions: what a read_committed reader of the
+target sees is every source record once, in order, byte for byte, through a full queue, a failed delivery, a
+zombie, a fenced producer and a hand-over."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+from replicator.domain.positions import SourcePosition, decode_positions
+from replicator.testing import FakeKafka
+from replicator.testing.cluster import FakeCluster
+from replicator.testing.consumer import FakeConsumer
+from replicator.testing.message import FakeMessage
+from replicator.testing.transactional import FakeTransactionalProducer
+from replicator.worker.exactly_once import ExactlyOnceWorker
+from replicator.worker.route_worker import RouteFailed
+from tests.fake_route import FAST, WorkerThread, route_config, wait_until
+
+TOPIC, REPLICA, PARTITIONS = "orders", "source.orders", 4
+POSITIONS_GROUP = "mirrorflow-r.positions"
+
+
+def produce(cluster: FakeCluster, per_partition: int, start: int = 0) -> None:
+    for partition in range(PARTITIONS):
+        for n in range(start, start + per_partition):
+            cluster.append(TOPIC, partition, f"k{n}".encode(), f"p{partition}-{n}".encode(), [("h", b"x")], 1_000 + n)
+
+
+def eos_worker(kafka: FakeKafka, process: str, worker_id: str | None = None, **route: str) -> WorkerThread:
+    config = route_config(kafka, guarantee="exactly-once", transactions="{interval_ms: 50}", **route)
+    return WorkerThread(kafka, process, config, FAST, worker_id=worker_id, kind=ExactlyOnceWorker)
+
+
+def read_committed(kafka: FakeKafka) -> dict[int, list[FakeMessage]]:
+    """What a read_committed consumer of the replica gets now, per partition."""
+    target = kafka["target"]
+    if REPLICA not in target.topics:
+        return {p: [] for p in range(PARTITIONS)}
+    reader = FakeConsumer({"group.id": "reader", "isolation.level": "read_committed"}, target)
+    reader.incremental_assign([TopicPartition(REPLICA, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    got: dict[int, list[FakeMessage]] = {p: [] for p in range(PARTITIONS)}
+    while batch := reader.consume(1_000, 0):
+        for message in batch:
+            got[message.partition() or 0].append(message)
+    return got
+
+
+def visible(kafka: FakeKafka) -> dict[int, int]:
+    return {p: len(messages) for p, messages in read_committed(kafka).items()}
+
+
+def all_visible(kafka: FakeKafka, per_partition: int) -> bool:
+    return visible(kafka) == dict.fromkeys(range(PARTITIONS), per_partition)
+
+
+def assert_exactly_once(kafka: FakeKafka) -> None:
+    """Every source record visible once on the target, byte for byte, in source order."""
+    got = read_committed(kafka)
+    for p in range(PARTITIONS):
+        source = kafka["source"].records(TOPIC, p)
+        assert [m.value() for m in got[p]] == [r.value for r in source], f"partition {p}"
+        for message, original in zip(got[p], source, strict=True):
+            assert (message.key(), message.timestamp()[1], message.headers()) == \
+                (original.key, original.timestamp, list(original.headers)), f"partition {p}"
+
+
+def positions(kafka: FakeKafka) -> dict[int, dict[tuple[str, int], SourcePosition]]:
+    """The source positions committed in the positions group on the target, per target partition."""
+    committed = kafka["target"].group(POSITIONS_GROUP).committed
+    return {p: decode_positions(committed[(REPLICA, p)][1]) for p in range(PARTITIONS) if (REPLICA, p) in committed}
+
+
+def positions_at(kafka: FakeKafka, offset: int) -> bool:
+    topic_id = kafka["source"].topics[TOPIC].topic_id
+    return positions(kafka) == {p: {(TOPIC, p): SourcePosition(offset, topic_id)} for p in range(PARTITIONS)}
+
+
+def producer_of(kafka: FakeKafka, process: str) -> FakeTransactionalProducer:
+    made = kafka.producers[process][-1]
+    assert isinstance(made, FakeTransactionalProducer)
+    return made
+
+
+@pytest.fixture
+def kafka() -> FakeKafka:
+    fake = FakeKafka("source", "target")
+    fake["source"].create_topic(TOPIC, PARTITIONS)
+    return fake
+
+
+def test_records_are_copied_once_and_show_only_when_their_transaction_commits(kafka: FakeKafka) -> None:
+    held = threading.Event()
+    kafka["target"].gates["commit_transaction"] = held
+    produce(kafka["source"], 100)
+    worker = eos_worker(kafka, "a")
+    wait_until(lambda: kafka["target"].waiting["commit_transaction"] == 1, what="a commit held", alive=(worker,))
+    written = sum(len(kafka["target"].records(REPLICA, p)) for p in range(PARTITIONS))
+    assert written > 0, "the transaction being committed wrote no record: this proves nothing"
+    assert visible(kafka) == dict.fromkeys(range(PARTITIONS), 0)  # written, not yet committed
+    held.set()
+    wait_until(lambda: all_visible(kafka, 100) and positions_at(kafka, 100), what="the copy", alive=(worker,))
+    assert worker.finish() is None
+    assert_exactly_once(kafka)
+    source_group = kafka["source"].group("mirrorflow-r").committed  # the copy, for status and lag
+    assert {p: source_group[(TOPIC, p)][0] for p in range(PARTITIONS)} == dict.fromkeys(range(PARTITIONS), 100)
+
+
+def test_a_full_producer_queue_inside_a_transaction_loses_and_repeats_nothing(kafka: FakeKafka) -> None:
+    produce(kafka["source"], 500)
+    kafka["target"].deliveries_per_poll = 7
+    worker = eos_worker(kafka, "a", producer='{queue.buffering.max.messages: "20"}')
+    wait_until(lambda: all_visible(kafka, 500) and positions_at(kafka, 500), timeout=60, what="the copy",
+               alive=(worker,))
+    assert producer_of(kafka, "a").queue_full > 0, "the queue never filled: this proves nothing"
+    assert worker.finish() is None
+    assert_exactly_once(kafka)
+    assert all(len(kafka["target"].records(REPLICA, p)) == 500 for p in range(PARTITIONS))  # nothing aborted
+
+
+def test_a_failed_delivery_aborts_and_copies_again_from_the_last_commit(kafka: FakeKafka) -> None:
+    produce(kafka["source"], 50)
+    worker = eos_worker(kafka, "a")
+    wait_until(lambda: all_visible(kafka, 50) and positions_at(kafka, 50), what="the first copy", alive=(worker,))
+    kafka["target"].deliveries_per_poll = 0  # what is produced now waits in the queue, in the open transaction
+    produce(kafka["source"], 50, start=50)
+    producer = producer_of(kafka, "a")
+    wait_until(lambda: {item.partition for item in producer.queue} == set(range(PARTITIONS)),
+               what="records of every partition queued", alive=(worker,))
+    kafka["target"].hidden_partitions.add((REPLICA, 1))  # its queued records fail: the transaction must abort
+    kafka["target"].deliveries_per_poll = None
+    wait_until(lambda: kafka["target"].transactions.aborted, what="the abort", alive=(worker,))
+    kafka["target"].hidden_partitions.clear()
+    wait_until(lambda: all_visible(kafka, 100) and positions_at(kafka, 100), what="the copy after the abort",
+               alive=(worker,))
+    assert worker.finish() is None
+    assert_exactly_once(kafka)
+    assert len(kafka["target"].records(REPLICA, 0)) > 100, "nothing was written before the abort: this proves nothing"
+
+
+def test_a_zombie_cannot_commit_its_open_transaction(kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """b's membership expires while it commits (held at send_offsets_to_transaction): a takes its partitions
+    and copies them; b's commit is refused, its transaction aborted, and nothing of it ever shows."""
+    caplog.set_level(logging.WARNING, logger="replicator.worker.exactly_once")
+    produce(kafka["source"], 100)
+    a, b = eos_worker(kafka, "a"), eos_worker(kafka, "b")
+    wait_until(lambda: all_visible(kafka, 100) and len(a.worker.inflight.ledgers) == 2
+               and len(b.worker.inflight.ledgers) == 2, what="both copying", alive=(a, b))
+    held = threading.Event()
+    kafka["target"].gates["send_offsets_to_transaction@b"] = held
+    produce(kafka["source"], 100, start=100)
+    wait_until(lambda: kafka["target"].waiting["send_offsets_to_transaction@b"] == 1, what="b committing",
+               alive=(a, b))
+    zombie_txn = producer_of(kafka, "b").transaction
+    assert zombie_txn is not None and any(t == REPLICA for t, _ in zombie_txn.partitions)
+    kafka.expire("b")
+    wait_until(lambda: positions_at(kafka, 200), what="a copying b's partitions", alive=(a, b))
+    assert not all_visible(kafka, 200)  # a's copies wait behind b's open transaction (the last stable offset)
+    held.set()
+    wait_until(lambda: all_visible(kafka, 200), what="b's transaction ended", alive=(a, b))
+    assert zombie_txn.state == "aborted"
+    assert "UNKNOWN_MEMBER_ID" in caplog.text
+    produce(kafka["source"], 100, start=200)
+    wait_until(lambda: all_visible(kafka, 300) and len(b.worker.inflight.ledgers) == 2, what="b back at work",
+               alive=(a, b))
+    assert a.finish() is None and b.finish() is None
+    assert_exactly_once(kafka)
+
+
+def test_a_second_worker_with_the_same_id_fences_the_first(kafka: FakeKafka,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    produce(kafka["source"], 100)
+    a = eos_worker(kafka, "a", worker_id="w1")
+    wait_until(lambda: all_visible(kafka, 100), what="the first copy", alive=(a,))
+    b = eos_worker(kafka, "b", worker_id="w1")
+    wait_until(lambda: kafka["target"].transactions.epochs.get("mirrorflow-r-w1") == 1, what="b's producer",
+               alive=(a, b))
+    produce(kafka["source"], 100, start=100)
+    a.thread.join(30)
+    assert not a.thread.is_alive(), "the fenced worker went on"
+    assert isinstance(a.error, RouteFailed) and "fenced" in str(a.error), a.error
+    assert not any(r.exc_info for r in caplog.records), "a traceback was logged"
+    wait_until(lambda: all_visible(kafka, 200) and positions_at(kafka, 200), what="b copying", alive=(b,))
+    assert b.finish() is None
+    assert_exactly_once(kafka)
+
+
+def test_a_hand_over_commits_the_leaving_partitions_so_the_new_owner_repeats_nothing(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """b joins while a's open transaction holds unacknowledged records of every partition (the target
+    acknowledges nothing meanwhile, so only the revocation can commit them): b resumes after them."""
+    caplog.set_level(logging.INFO, logger="replicator.worker.group_member")
+    produce(kafka["source"], 100)
+    a = eos_worker(kafka, "a")
+    wait_until(lambda: all_visible(kafka, 100) and positions_at(kafka, 100), what="the first copy", alive=(a,))
+    kafka["target"].deliveries_per_poll = 0
+    produce(kafka["source"], 100, start=100)
+    producer = producer_of(kafka, "a")
+    wait_until(lambda: {item.partition for item in producer.queue} == set(range(PARTITIONS)),
+               what="records of every partition in flight", alive=(a,))
+    b = eos_worker(kafka, "b")
+    wait_until(lambda: len(b.worker.inflight.ledgers) == 2, what="the hand-over", alive=(a, b))
+    kafka["target"].deliveries_per_poll = None
+    wait_until(lambda: all_visible(kafka, 200) and positions_at(kafka, 200), what="the copy by both",
+               alive=(a, b))
+    assert a.finish() is None and b.finish() is None
+    assert_exactly_once(kafka)
+    for p in range(PARTITIONS):  # not even an aborted copy: nothing was written twice
+        assert [r.value for r in kafka["target"].records(REPLICA, p)] == \
+            [r.value for r in kafka["source"].records(TOPIC, p)], f"partition {p}"
+    resumed = [int(offset) for r in caplog.records if r.threadName == "worker-b" and r.msg.startswith("placed")
+               for offset in re.findall(r"@(\d+)", r.getMessage())]
+    assert len(resumed) == 2 and min(resumed) > 100, f"b did not resume where the hand-over committed: {resumed}"
