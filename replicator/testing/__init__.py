@@ -14,6 +14,11 @@ For tests of the hot path without brokers (back-pressure, rebalances, outages):
   session expired gets ``on_lost``), pause/resume, seek, committed offsets with metadata,
   ``auto.offset.reset=error`` as an ``_AUTO_OFFSET_RESET`` error message.
 - ``FakeAdmin``: topics, partitions, ids and configs of a ``FakeCluster``.
+- ``FakeTransactionalProducer`` (a producer with ``transactional.id``): librdkafka's transaction
+  API over the cluster's coordinator (``transactions``): fencing by a newer producer of the same id,
+  abortable transactions, commit/abort markers, group offsets committed with the transaction. Consumers
+  read ``read_committed`` by default (librdkafka's default): up to the last stable offset, aborted
+  records skipped.
 
 A ``FakeCluster`` can be frozen (nothing delivered, fetched or answered: a SIGSTOPped
 broker) and thawed; ``FakeKafka.clients()`` hands the fakes to a ``RouteWorker``.
