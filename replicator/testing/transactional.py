@@ -5,7 +5,7 @@ The calls and their errors as librdkafka (2.x) makes them:
 - ``init_transactions`` registers the ``transactional.id``. A later producer with the same id
   fences this one: it learns it at its next request (a transactional call, or records sent),
   and is then fatal (``_FENCED``): what is queued is purged (reported with ``_PURGE_QUEUE``),
-  ``error_cb`` gets a ``_FATAL`` event, every transactional call raises the fatal error.
+  the next ``poll`` or ``flush`` raises the fatal error (once), every transactional call raises it.
 - ``produce`` outside a transaction (before ``begin_transaction``, or once the transaction can only
   be aborted) fails with ``_STATE``.
 - A failed delivery makes the transaction abortable: ``send_offsets_to_transaction`` and
@@ -207,9 +207,14 @@ class FakeTransactionalProducer(FakeProducer):
             raise KafkaException(self.fatal)
 
     def _serve_events(self) -> int:
+        """Error events for ``error_cb``; the fatal one is raised instead, once, from the ``poll`` or ``flush``
+        that serves it (as confluent-kafka 2.16 does with a fenced transactional producer: seen on a broker,
+        ``poll`` raised ``_FENCED`` and ``error_cb`` was not called)."""
         served = 0
         while self.events:
             error = self.events.popleft()
+            if error.fatal() and self.fatal is not None:
+                raise KafkaException(self.fatal)
             if self.error_cb is not None:
                 self.error_cb(error)
             served += 1

@@ -56,6 +56,9 @@ log = logging.getLogger(__name__)
 # The producer's epoch is no longer the target's: its transaction timed out (the target was away longer than
 # transaction.timeout.ms) and the coordinator bumped the epoch, or another producer took this transactional id.
 PRODUCER_LOST = (KafkaError.INVALID_PRODUCER_EPOCH, KafkaError.PRODUCER_FENCED, KafkaError._FENCED)
+# Records librdkafka dropped unsent: by our own abort_transaction, or because the producer went fatal (fenced).
+# Neither says anything of the record: it is copied again from the last commit.
+PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 FENCINGS_ALLOWED = 5  # producers replaced this often within FENCING_WINDOW_S: another worker has this worker's id
 FENCING_WINDOW_S = 60.0
 INIT_TIMEOUT_S = 30.0  # init_transactions: finds the coordinator, fences an earlier producer of the same id
@@ -83,6 +86,7 @@ class ExactlyOnceWorker(RouteWorker):
         self._lost_producer: str | None = None  # why the producer can no longer commit (the loop replaces it)
         self._fresh: Producer | None = None  # the replacement, until its init_transactions succeeded
         self._hung = False  # a call on the current producer never returned: it is not to be purged or destroyed
+        self._aborting = False  # our own abort_transaction runs: the purged records' reports are expected
         self._fencings: list[float] = []  # when producers were replaced for that
         self._moved: dict[TP, int] = {}  # source partition -> position, acknowledged in the transaction committing
         self._committing: dict[TP, tuple[int, str]] | None = None  # the positions of a commit under way
@@ -112,7 +116,7 @@ class ExactlyOnceWorker(RouteWorker):
 
     def _producer_settings(self) -> dict[str, Any]:
         return producer_settings(self.config, self.route, self.identity, on_delivery=self._on_delivery,
-                                 error_cb=self._on_target_error)
+                                 error_cb=self._on_producer_error)
 
     def _new_producer(self) -> Producer:
         producer = self.clients.producer(self._producer_settings())
@@ -500,6 +504,9 @@ class ExactlyOnceWorker(RouteWorker):
         self.links.clear("starting transactions")
         self._fresh, self._lost_producer = None, None
 
+    def _producer_failed(self, error: KafkaError) -> None:
+        self._producer_lost(error)  # fenced (poll raises it): a new producer copies again from the last commit
+
     def _sync_not_produced(self, error: KafkaError) -> None:
         if error.fatal() or error.code() in PRODUCER_LOST:
             self._producer_lost(error)  # the loop replaces the producer; the syncs go with the copy again
@@ -514,14 +521,17 @@ class ExactlyOnceWorker(RouteWorker):
 
     @shielded("delivery report")
     def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
-        if error is not None and (error.fatal() or error.code() in PRODUCER_LOST):
-            self._producer_lost(error)  # not a refusal of the record: its transaction can no longer commit
+        if error is not None and (error.fatal() or error.code() in PRODUCER_LOST or error.code() in PURGED):
+            if not self._aborting:  # not a refusal of the record: its transaction can no longer commit
+                self._producer_lost(error)
             return
         super()._on_delivery(error, message)
 
     @shielded("target error")
-    def _on_target_error(self, error: KafkaError) -> None:
-        if error.code() in PRODUCER_LOST:
+    def _on_producer_error(self, error: KafkaError) -> None:
+        """The producer's errors: a fatal one (fenced: librdkafka reports it as _FATAL) means a new producer,
+        which copies again from the last commit; the rest as the target's."""
+        if error.fatal() or error.code() in (*PRODUCER_LOST, KafkaError._FATAL):
             self._producer_lost(error)
             return
         super()._on_target_error(error)
@@ -530,6 +540,14 @@ class ExactlyOnceWorker(RouteWorker):
         """Abort what is open: every owned partition goes back to its last committed position."""
         keys = set(self.inflight.ledgers)
         self.inflight.abandon()  # first: abort_transaction serves the purged records' reports, they match nothing
+        self._aborting = True
+        try:
+            self._abort_open(reason)
+        finally:
+            self._aborting = False
+        self._back_to_committed(keys)
+
+    def _abort_open(self, reason: str) -> None:
         if self._open:
             log.warning("transaction aborted, copying again from the last committed positions (nothing of it is "
                         "visible) route=%s reason=%r", self.route.name, reason)
@@ -543,7 +561,6 @@ class ExactlyOnceWorker(RouteWorker):
             self._open, self._committing = False, None
             metrics.TRANSACTIONS.labels(self.route.name, "aborted").inc()
             self._drop_reports()
-        self._back_to_committed(keys)
 
     def _back_to_committed(self, keys: set[TP]) -> None:
         """``keys`` (their records in flight forgotten) are placed again from their committed positions."""

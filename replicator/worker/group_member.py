@@ -269,13 +269,27 @@ class GroupMember(ABC):
         self.resets -= keys  # placing from the committed offset recovers them too
         self._retry_at = 0.0
 
+    def _serve_producer(self, timeout: float, flush: bool = False) -> int:
+        """``poll`` (or ``flush``) the producer: what it returns. librdkafka's fatal errors come out of these as
+        a KafkaException (a transactional producer fenced by the target, say): handed to ``_producer_failed``,
+        never raised out of the loop."""
+        producer = self.producer
+        try:
+            return producer.flush(timeout) if flush else producer.poll(timeout)
+        except KafkaException as exc:
+            self._producer_failed(exc.args[0])
+            return len(producer) if flush else 0
+
+    def _producer_failed(self, error: KafkaError) -> None:
+        """The producer is in a fatal state: stop the route naming the error (nothing more is committed)."""
+        self.failure = self.failure or f"target producer: {error.str()}"
+
     def _settle(self, timeout: float) -> int:
         """Flush records and offset syncs for up to ``timeout`` s; returns how many are left."""
-        producer = self.producer
         deadline = time.monotonic() + timeout
         while True:
             self._send_syncs()
-            left = producer.flush(max(0.0, min(0.5, deadline - time.monotonic())))
+            left = self._serve_producer(max(0.0, min(0.5, deadline - time.monotonic())), flush=True)
             if (left == 0 and not self.inflight.syncs) or time.monotonic() >= deadline:
                 return left + len(self.inflight.syncs)
 
@@ -319,6 +333,10 @@ class GroupMember(ABC):
             syncs.popleft()
 
     def _sync_not_produced(self, error: KafkaError) -> None:
-        """``produce`` refused an offset sync (not a full queue): the producer is unusable, stop the route (the
-        commit never passes a sync not written)."""
+        """``produce`` refused an offset sync (not a full queue). The syncs topic missing from the producer's
+        metadata for a moment: kept, produced again at the next turn (the commit waits for it). Anything else
+        leaves the producer unusable: stop the route (the commit never passes a sync not written)."""
+        if error.code() in (KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC):
+            self.subscription.force_refresh(targets=True)
+            return
         self.failure = self.failure or f"offset sync not produced: {error.str()}"

@@ -189,7 +189,7 @@ class RouteWorker(GroupMember):
             self.backlog.extend(messages)
             self._drain()
             self._send_syncs()
-            self.producer.poll(0.05 if self.backlog else 0)  # a full queue: wait for room
+            self._serve_producer(0.05 if self.backlog else 0)  # a full queue: wait for room
             if self.replays:
                 self._replay()
             self._watch_producer()

@@ -400,3 +400,19 @@ def test_the_lag_gauges_follow_the_records_not_yet_copied(kafka: FakeKafka) -> N
     wait_until(lambda: all(lag_gauge(p) == 0 for p in range(PARTITIONS)), what="lag 0 again", alive=(worker,))
     assert worker.finish() is None
     assert_nothing_lost(kafka)
+
+
+def test_an_offset_sync_the_producer_refuses_for_a_moment_is_produced_again(kafka: FakeKafka) -> None:
+    """Found by the fault harness: an offset sync's produce() raising (not BufferError) escaped the loop and
+    ended the worker with a traceback. The syncs topic missing from the producer's metadata for a moment is
+    waited for: the records are copied, and committed once their syncs are written."""
+    produce(kafka["source"], 100)
+    syncs = ("mirrorflow-offset-syncs.r.internal", 0)
+    kafka["target"].hidden_partitions.add(syncs)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the copy while the syncs topic is hidden", alive=(worker,))
+    assert all(offset <= 0 for offset in committed(kafka).values()), "committed past syncs not written"
+    kafka["target"].hidden_partitions.discard(syncs)
+    wait_until(lambda: committed(kafka) == {p: 100 for p in range(PARTITIONS)}, what="the commit", alive=(worker,))
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
