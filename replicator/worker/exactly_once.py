@@ -87,6 +87,7 @@ class ExactlyOnceWorker(RouteWorker):
         self._fresh: Producer | None = None  # the replacement, until its init_transactions succeeded
         self._hung = False  # a call on the current producer never returned: it is not to be purged or destroyed
         self._aborting = False  # our own abort_transaction runs: the purged records' reports are expected
+        self._stopping = False  # the worker is on its way out
         self._fencings: list[float] = []  # when producers were replaced for that
         self._moved: dict[TP, int] = {}  # source partition -> position, acknowledged in the transaction committing
         self._committing: dict[TP, tuple[int, str]] | None = None  # the positions of a commit under way
@@ -427,8 +428,11 @@ class ExactlyOnceWorker(RouteWorker):
         offsets = [TopicPartition(t, p, position, metadata=encode_note(stored_at, self.topic_id_of.get((t, p))))
                    for (t, p), position in sorted(self._moved.items())]
         if offsets:
-            try:
-                self.consumer.commit(offsets=offsets, asynchronous=True)
+            try:  # waited for on the way out: the next worker may be an at-least-once one reading this copy
+                if self._stopping:
+                    self.consumer.commit(offsets=offsets, asynchronous=False)
+                else:
+                    self.consumer.commit(offsets=offsets, asynchronous=True)
             except KafkaException as exc:
                 log.debug("source group copy not committed route=%s error=%s", self.route.name, exc.args[0].str())
 
@@ -606,6 +610,7 @@ class ExactlyOnceWorker(RouteWorker):
     def _shutdown(self) -> None:
         """Leave the positions group first (its revocation commits what is open, while the source consumer is
         still there), then stop as an at-least-once worker does."""
+        self._stopping = True
         try:
             if self._member is not None and self._consumer is not None:
                 try:

@@ -140,3 +140,25 @@ def test_a_target_that_cannot_run_transactions_is_refused_at_start(pair, unique_
     assert run.returncode == 2, run.stderr[-2000:]
     assert "target cluster 'backup'" in run.stderr and "transaction.state.log.replication.factor=3" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_switching_a_route_between_the_guarantees_repeats_and_skips_nothing(pair, unique_name, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """at-least-once, then exactly-once, then at-least-once again (each worker stopped before the switch):
+    each resumes at the furthest position either guarantee recorded, so every record is on the target once."""
+    source, target = pair
+    create_topics(source.spec.bootstrap_servers, {unique_name: PARTITIONS})
+    sent: list[Rec] = []
+    for step, guarantee in enumerate(("at-least-once", "exactly-once", "at-least-once")):
+        config = write_config(tmp_path / f"m{step}.yaml", source.spec.bootstrap_servers,
+                              target.spec.bootstrap_servers, [
+                                  {"name": "once", "source": "primary", "target": "backup", "topics": [unique_name],
+                                   "guarantee": guarantee}])
+        batch = make_records(PARTITIONS, 300, f"switch-{step}")
+        produce(source.spec.bootstrap_servers, unique_name, batch)
+        sent += batch
+        worker = Worker(config, log_dir=tmp_path)
+        try:
+            _exactly_once(pair, unique_name, sent)
+        finally:
+            code, _ = worker.terminate(60)
+        assert code == 0 and "Traceback" not in worker.output(), worker.output()[-3000:]
