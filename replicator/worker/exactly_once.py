@@ -3,10 +3,9 @@
 The hot path is the at-least-once one (``RouteWorker``); what changes is who owns a
 partition and where its position is kept (docs/exactly-once.md has the reasoning):
 
-- **Ownership lives on the target.** Each worker is a member of the route's positions
-  group on the target cluster (``naming.positions_group_id``), subscribed to the
-  route's target topics; the group gives it target partitions and it copies their
-  source partitions (assigned by hand on its source consumer, which joins no group).
+- **Ownership lives on the target** (``TargetMember``): the route's positions group on
+  the target cluster gives each worker target partitions; it copies their source
+  partitions.
 - **Positions commit inside the transaction.** Every ``transactions.interval_ms`` (or
   ``max_records``) the worker stops handing records to the producer, waits for what is
   in flight to be acknowledged, then sends the positions group's offsets for the target
@@ -32,24 +31,23 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from replicator.domain.commit_metadata import decode_note, encode_note
-from replicator.domain.naming import positions_group_id
-from replicator.domain.positions import SourcePosition, decode_positions, encode_positions, resume_position
+from replicator.domain.commit_metadata import encode_note
+from replicator.domain.positions import SourcePosition, encode_positions
 from replicator.errors import ConfigError
-from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, membership_settings, producer_settings
+from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, producer_settings
 from replicator.worker import metrics
 from replicator.worker.bounded import Hung, bounded
 from replicator.worker.callbacks import shielded
 from replicator.worker.records import TP
-from replicator.worker.route_worker import RouteFailed, RouteWorker, WorkerTimeouts
+from replicator.worker.route_worker import RouteFailed, WorkerTimeouts
 from replicator.worker.stall import discard
+from replicator.worker.target_member import TargetMember
 
 if TYPE_CHECKING:
     from replicator.config import Config, RouteConfig
     from replicator.state.store import StateStore
-    from replicator.worker.assignment import Committed
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +63,9 @@ INIT_TIMEOUT_S = 30.0  # init_transactions: finds the coordinator, fences an ear
 REINIT_TIMEOUT_S = 5.0  # a replacement's start, tried again each turn while the target does not answer
 COMMIT_TIMEOUT_S = 5.0  # send_offsets_to_transaction, commit_transaction, abort_transaction: a timeout is retried
 #   at the next turn (the loop must go on serving the member and the source meanwhile)
-POSITIONS_TIMEOUT_S = 15.0  # reading committed positions (waits while a transaction holds them)
 
 
-class ExactlyOnceWorker(RouteWorker):
+class ExactlyOnceWorker(TargetMember):
     """Replicates one exactly-once route until ``stop`` is set or an unrecoverable error occurs."""
 
     def __init__(self, config: Config, route: RouteConfig, store: StateStore | None = None,
@@ -78,11 +75,9 @@ class ExactlyOnceWorker(RouteWorker):
         self.identity = worker_id or uuid.uuid4().hex[:12]  # names the transactional id
         self.interval = route.transactions.interval_ms / 1000
         self.max_records = route.transactions.max_records
-        self._member: Consumer | None = None
         self._open = False  # a transaction is begun and not yet committed or aborted
         self._opened_at = 0.0
         self._records = 0  # records handed to the producer in the open transaction
-        self._sources: dict[TP, list[TP]] = {}  # owned target partition -> the source partitions it copies
         self._lost_producer: str | None = None  # why the producer can no longer commit (the loop replaces it)
         self._fresh: Producer | None = None  # the replacement, until its init_transactions succeeded
         self._hung = False  # a call on the current producer never returned: it is not to be purged or destroyed
@@ -94,26 +89,10 @@ class ExactlyOnceWorker(RouteWorker):
 
     # -- clients -------------------------------------------------------------------
 
-    @property
-    def member(self) -> Consumer:
-        """The member of the positions group on the target (there is one while the route runs)."""
-        if self._member is None:
-            raise RuntimeError(f"route {self.route.name} is not running")
-        return self._member
-
     def run(self, stop: threading.Event) -> None:
         """The main loop (``RouteWorker.run``), the route's guarantee shown on /metrics meanwhile."""
         metrics.GUARANTEE.labels(self.route.name, "exactly-once").set(1)
         super().run(stop)
-
-    def _new_consumer(self) -> Consumer:
-        if self._member is None:  # joins once the producer could start transactions
-            self._member = self._new_member()
-        return super()._new_consumer()
-
-    def _new_member(self) -> Consumer:
-        return self.clients.consumer(membership_settings(self.config, self.route, self.worker_id,
-                                                         error_cb=self._on_target_error))
 
     def _producer_settings(self) -> dict[str, Any]:
         return producer_settings(self.config, self.route, self.identity, on_delivery=self._on_delivery,
@@ -147,172 +126,6 @@ class ExactlyOnceWorker(RouteWorker):
             return ConfigError(f"route {self.route.name}: {target} refuses the producer's transaction.timeout.ms: "
                                "it must not exceed the brokers' transaction.max.timeout.ms")
         return RouteFailed(f"route {self.route.name}: {target}: transactions could not start: {error.str()}")
-
-    # -- membership: the positions group on the target -----------------------------
-
-    def _subscribe(self, topics: list[str]) -> None:
-        """Join with the target topics of ``topics`` (source topics): the group gives target partitions."""
-        targets = sorted({self.subscription.target_of[t] for t in topics if t in self.subscription.target_of})
-        if targets:
-            self.member.subscribe(targets, on_assign=self._on_target_assign, on_revoke=self._on_target_revoke,
-                                  on_lost=self._on_target_lost)
-        else:
-            self.member.unsubscribe()
-
-    def _consume(self, count: int, timeout: float) -> list[Message]:
-        self._serve_member()
-        return super()._consume(count, timeout)
-
-    def _serve_member(self) -> None:
-        """Serve the member's callbacks (every partition it owns is paused: it returns no records)."""
-        if self._rejoin_at is not None:
-            return  # its worker id is held: a new member joins at _rejoin
-        try:
-            for message in self.member.consume(1, 0):
-                error = message.error()
-                if error is not None and (error.fatal() or error.code() == KafkaError._FATAL):
-                    self._member_failed(error)
-        except KafkaException as exc:  # librdkafka raises a fatal error from the call
-            self._member_failed(exc.args[0])
-
-    def _member_failed(self, error: KafkaError) -> None:
-        """A fatal error of the member: a worker id still held (this worker's crashed process) is waited
-        for, as on an at-least-once route; anything else stops the route."""
-        if self.worker_id and "instance ID is still used" in error.str():
-            self._consumer_failed(error)
-        elif self.failure is None:
-            self.failure = f"member of {positions_group_id(self.route)} on the target: {error.str()}"
-
-    def _rejoin(self) -> None:
-        """The worker id was still held in the positions group (a crashed process of this worker)."""
-        self._rejoin_at = None
-        old, self._member = self._member, self._new_member()
-        try:
-            if old is not None:
-                old.close()
-        except (KafkaException, RuntimeError) as exc:
-            log.debug("closing the member route=%s error=%s", self.route.name, exc)
-        self._abort("the positions group took this worker's membership back")
-        self._forget(set(self.inflight.ledgers) | self.unplaced)
-        self._sources.clear()
-        self._subscribe(sorted(self.subscription.partitions))
-
-    def _renew_consumer(self, reason: str | None) -> None:
-        """A new source consumer (a recreated topic, say): what is open is aborted, and every owned partition
-        is placed again from its committed position (the target partitions stay this worker's)."""
-        if reason is not None:
-            log.warning("source consumer renewed route=%s reason=%r", self.route.name, reason)
-        self._abort(reason or "the source consumer was renewed")
-        try:
-            self.consumer.close()
-        except (KafkaException, RuntimeError) as exc:
-            log.debug("closing the source consumer route=%s error=%s", self.route.name, exc)
-        self._consumer = self._new_consumer()
-
-    def _sources_of(self, targets: list[TopicPartition]) -> dict[TP, list[TP]]:
-        """The source partitions each target partition copies (several for a merged topic; none for a target
-        partition the source does not have)."""
-        sources: dict[str, list[str]] = {}
-        for source, target in self.subscription.target_of.items():
-            sources.setdefault(target, []).append(source)
-        return {(tp.topic, tp.partition): [(s, tp.partition) for s in sorted(sources.get(tp.topic, []))
-                                           if tp.partition < self.subscription.partitions.get(s, 0)]
-                for tp in targets}
-
-    @shielded("assignment")
-    def _on_target_assign(self, member: Consumer, partitions: list[TopicPartition]) -> None:
-        """Take the target partitions (paused: the member fetches nothing); their source partitions wait for
-        the loop to place them, assigned on the source consumer only then, at the position decided."""
-        member.incremental_assign(partitions)
-        member.pause(partitions)
-        given = self._sources_of(partitions)
-        self._sources.update(given)
-        keys = {key for sources in given.values() for key in sources}
-        self.unplaced.update(keys)
-        self._retry_at = 0.0
-        log.info("assigned route=%s partitions=%s", self.route.name,
-                 ",".join(f"{t}[{p}]" for t, p in sorted(keys)) or "-")
-
-    @shielded("revocation")
-    def _on_target_revoke(self, member: Consumer, partitions: list[TopicPartition]) -> None:
-        """Hand over cleanly: the open transaction commits (or aborts) before the partitions go."""
-        if self._open:
-            self._commit_now()  # with the positions of the partitions going
-        keys = self._release(partitions)
-        self._unassign_sources(keys)
-        member.incremental_unassign(partitions)
-        log.info("revoked route=%s partitions=%s", self.route.name,
-                 ",".join(f"{t}[{p}]" for t, p in sorted(keys)) or "-")
-
-    @shielded("lost partitions")
-    def _on_target_lost(self, member: Consumer, partitions: list[TopicPartition]) -> None:
-        """Lost (this worker was no longer a member): its open transaction cannot commit, abort it."""
-        keys = self._release(partitions)
-        self._abort("partitions lost: this worker's membership lapsed")
-        self._unassign_sources(keys)
-        member.incremental_unassign(partitions)
-        log.warning("partitions lost route=%s count=%s", self.route.name, len(keys))
-
-    def _release(self, partitions: list[TopicPartition]) -> set[TP]:
-        keys: set[TP] = set()
-        for tp in partitions:
-            keys.update(self._sources.pop((tp.topic, tp.partition), []))
-        return keys
-
-    def _unassign_sources(self, keys: set[TP]) -> None:
-        consumer = self.consumer
-        assigned = {(tp.topic, tp.partition) for tp in consumer.assignment()}
-        self._forget(keys)
-        gone = [TopicPartition(t, p) for t, p in sorted(keys & assigned)]
-        if gone:
-            consumer.incremental_unassign(gone)
-
-    # -- placing: positions from the positions group, assigned at the decided offset --
-
-    def _committed_reader(self) -> Committed:
-        return self._committed
-
-    def _committed(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
-        """Each source partition's committed position: the furthest of the positions group's (committed with
-        the records) and the source group's (a copy, or an at-least-once worker's). Raises KafkaException while
-        a transaction still holds the positions (a frozen worker's, until it is committed or aborted)."""
-        target_of = self.subscription.target_of
-        targets = sorted({(target_of[tp.topic], tp.partition) for tp in partitions})
-        from_target = self.member.committed([TopicPartition(t, p) for t, p in targets], timeout=POSITIONS_TIMEOUT_S)
-        committed: dict[TP, SourcePosition] = {}
-        for tp in from_target:
-            committed.update(decode_positions(tp.metadata))
-        from_source = self.consumer.committed(partitions, timeout=POSITIONS_TIMEOUT_S)
-        out = []
-        for tp in from_source:
-            note = decode_note(tp.metadata)
-            copy = SourcePosition(tp.offset, note.topic_id) if tp.offset >= 0 else None
-            chosen = resume_position([committed.get((tp.topic, tp.partition)), copy],
-                                     self.subscription.topic_ids.get(tp.topic))
-            out.append(TopicPartition(tp.topic, tp.partition, OFFSET_INVALID) if chosen is None else
-                       TopicPartition(tp.topic, tp.partition, chosen.offset,
-                                      metadata=encode_note(0, chosen.topic_id)))
-        return out
-
-    def _start(self, consumer: Consumer, tp: TopicPartition, ids: dict[str, str]) -> bool:
-        """Assign the source partition at the decided offset (it was not assigned before)."""
-        key = (tp.topic, tp.partition)
-        if not any(key in sources for sources in self._sources.values()):
-            self.unplaced.discard(key)  # its target partition went meanwhile
-            return False
-        try:
-            consumer.incremental_assign([tp])
-            if self.paused:
-                consumer.pause([tp])
-        except KafkaException as exc:
-            self.links.trouble("placing assigned partitions", exc)
-            self._retry_at = time.monotonic() + self.timeouts.retry
-            return False
-        self.unplaced.discard(key)
-        self.inflight.open(key, tp.offset if tp.offset >= 0 else None)
-        if tp.topic in ids:
-            self.topic_id_of[key] = ids[tp.topic]
-        return True
 
     # -- transactions ----------------------------------------------------------------
 

@@ -1,0 +1,235 @@
+"""An exactly-once route's membership: the partitions it copies are given by a group on the *target*.
+
+Each worker of an exactly-once route is a member of the route's positions group on the
+target cluster (``naming.positions_group_id``), subscribed to the route's target topics
+(every partition it owns stays paused: it fetches nothing). The group gives it target
+partitions; it copies the source partitions that map to them (several for a merged
+topic), assigned by hand on its source consumer -- which joins no group -- only once
+placed, at the position decided: the furthest of the positions group's (committed with
+the records, ``domain.positions``) and the source group's (a copy, or an at-least-once
+worker's). Because the group lives on the cluster the transactions write to, the target
+refuses the offsets of a member whose session expired (KIP-447): that is what fences a
+zombie (see ``exactly_once``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from abc import abstractmethod
+from typing import TYPE_CHECKING
+
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from replicator.domain.commit_metadata import decode_note, encode_note
+from replicator.domain.naming import positions_group_id
+from replicator.domain.positions import SourcePosition, decode_positions, resume_position
+from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, membership_settings
+from replicator.worker.callbacks import shielded
+from replicator.worker.records import TP
+from replicator.worker.route_worker import RouteWorker, WorkerTimeouts
+
+if TYPE_CHECKING:
+    from replicator.config import Config, RouteConfig
+    from replicator.state.store import StateStore
+    from replicator.worker.assignment import Committed
+
+log = logging.getLogger(__name__)
+
+POSITIONS_TIMEOUT_S = 15.0  # reading committed positions (waits while a transaction holds them)
+
+
+class TargetMember(RouteWorker):
+    """A route worker whose partitions are given by the positions group on the target."""
+
+    def __init__(self, config: Config, route: RouteConfig, store: StateStore | None = None,
+                 batch_size: int = 2000, worker_id: str | None = None, clients: ClientFactory = KAFKA_CLIENTS,
+                 timeouts: WorkerTimeouts | None = None) -> None:
+        super().__init__(config, route, store, batch_size, worker_id, clients, timeouts or WorkerTimeouts())
+        self._member: Consumer | None = None
+        self._sources: dict[TP, list[TP]] = {}  # owned target partition -> the source partitions it copies
+
+    @abstractmethod
+    def _abort(self, reason: str) -> None:
+        """Abort what is open; every owned partition goes back to its last committed position."""
+
+    @property
+    def member(self) -> Consumer:
+        """The member of the positions group on the target (there is one while the route runs)."""
+        if self._member is None:
+            raise RuntimeError(f"route {self.route.name} is not running")
+        return self._member
+
+    def _new_consumer(self) -> Consumer:
+        if self._member is None:  # joins once the producer could start transactions
+            self._member = self._new_member()
+        return super()._new_consumer()
+
+    def _new_member(self) -> Consumer:
+        return self.clients.consumer(membership_settings(self.config, self.route, self.worker_id,
+                                                         error_cb=self._on_target_error))
+
+    # -- membership: the positions group on the target -----------------------------
+
+    def _subscribe(self, topics: list[str]) -> None:
+        """Join with the target topics of ``topics`` (source topics): the group gives target partitions."""
+        targets = sorted({self.subscription.target_of[t] for t in topics if t in self.subscription.target_of})
+        if targets:
+            self.member.subscribe(targets, on_assign=self._on_target_assign, on_revoke=self._on_target_revoke,
+                                  on_lost=self._on_target_lost)
+        else:
+            self.member.unsubscribe()
+
+    def _consume(self, count: int, timeout: float) -> list[Message]:
+        self._serve_member()
+        return super()._consume(count, timeout)
+
+    def _serve_member(self) -> None:
+        """Serve the member's callbacks (every partition it owns is paused: it returns no records)."""
+        if self._rejoin_at is not None:
+            return  # its worker id is held: a new member joins at _rejoin
+        try:
+            for message in self.member.consume(1, 0):
+                error = message.error()
+                if error is not None and (error.fatal() or error.code() == KafkaError._FATAL):
+                    self._member_failed(error)
+        except KafkaException as exc:  # librdkafka raises a fatal error from the call
+            self._member_failed(exc.args[0])
+
+    def _member_failed(self, error: KafkaError) -> None:
+        """A fatal error of the member: a worker id still held (this worker's crashed process) is waited
+        for, as on an at-least-once route; anything else stops the route."""
+        if self.worker_id and "instance ID is still used" in error.str():
+            self._consumer_failed(error)
+        elif self.failure is None:
+            self.failure = f"member of {positions_group_id(self.route)} on the target: {error.str()}"
+
+    def _rejoin(self) -> None:
+        """The worker id was still held in the positions group (a crashed process of this worker)."""
+        self._rejoin_at = None
+        old, self._member = self._member, self._new_member()
+        try:
+            if old is not None:
+                old.close()
+        except (KafkaException, RuntimeError) as exc:
+            log.debug("closing the member route=%s error=%s", self.route.name, exc)
+        self._abort("the positions group took this worker's membership back")
+        self._forget(set(self.inflight.ledgers) | self.unplaced)
+        self._sources.clear()
+        self._subscribe(sorted(self.subscription.partitions))
+
+    def _renew_consumer(self, reason: str | None) -> None:
+        """A new source consumer (a recreated topic, say): what is open is aborted, and every owned partition
+        is placed again from its committed position (the target partitions stay this worker's)."""
+        if reason is not None:
+            log.warning("source consumer renewed route=%s reason=%r", self.route.name, reason)
+        self._abort(reason or "the source consumer was renewed")
+        try:
+            self.consumer.close()
+        except (KafkaException, RuntimeError) as exc:
+            log.debug("closing the source consumer route=%s error=%s", self.route.name, exc)
+        self._consumer = self._new_consumer()
+
+    def _sources_of(self, targets: list[TopicPartition]) -> dict[TP, list[TP]]:
+        """The source partitions each target partition copies (several for a merged topic; none for a target
+        partition the source does not have)."""
+        sources: dict[str, list[str]] = {}
+        for source, target in self.subscription.target_of.items():
+            sources.setdefault(target, []).append(source)
+        return {(tp.topic, tp.partition): [(s, tp.partition) for s in sorted(sources.get(tp.topic, []))
+                                           if tp.partition < self.subscription.partitions.get(s, 0)]
+                for tp in targets}
+
+    @shielded("assignment")
+    def _on_target_assign(self, member: Consumer, partitions: list[TopicPartition]) -> None:
+        """Take the target partitions (paused: the member fetches nothing); their source partitions wait for
+        the loop to place them, assigned on the source consumer only then, at the position decided."""
+        member.incremental_assign(partitions)
+        member.pause(partitions)
+        given = self._sources_of(partitions)
+        self._sources.update(given)
+        keys = {key for sources in given.values() for key in sources}
+        self.unplaced.update(keys)
+        self._retry_at = 0.0
+        log.info("assigned route=%s partitions=%s", self.route.name,
+                 ",".join(f"{t}[{p}]" for t, p in sorted(keys)) or "-")
+
+    @shielded("revocation")
+    def _on_target_revoke(self, member: Consumer, partitions: list[TopicPartition]) -> None:
+        """Hand over cleanly: the open transaction commits (or aborts) before the partitions go."""
+        self._commit_now()  # what is open commits, with the positions of the partitions going
+        keys = self._release(partitions)
+        self._unassign_sources(keys)
+        member.incremental_unassign(partitions)
+        log.info("revoked route=%s partitions=%s", self.route.name,
+                 ",".join(f"{t}[{p}]" for t, p in sorted(keys)) or "-")
+
+    @shielded("lost partitions")
+    def _on_target_lost(self, member: Consumer, partitions: list[TopicPartition]) -> None:
+        """Lost (this worker was no longer a member): its open transaction cannot commit, abort it."""
+        keys = self._release(partitions)
+        self._abort("partitions lost: this worker's membership lapsed")
+        self._unassign_sources(keys)
+        member.incremental_unassign(partitions)
+        log.warning("partitions lost route=%s count=%s", self.route.name, len(keys))
+
+    def _release(self, partitions: list[TopicPartition]) -> set[TP]:
+        keys: set[TP] = set()
+        for tp in partitions:
+            keys.update(self._sources.pop((tp.topic, tp.partition), []))
+        return keys
+
+    def _unassign_sources(self, keys: set[TP]) -> None:
+        consumer = self.consumer
+        assigned = {(tp.topic, tp.partition) for tp in consumer.assignment()}
+        self._forget(keys)
+        gone = [TopicPartition(t, p) for t, p in sorted(keys & assigned)]
+        if gone:
+            consumer.incremental_unassign(gone)
+
+    # -- placing: positions from the positions group, assigned at the decided offset --
+
+    def _committed_reader(self) -> Committed:
+        return self._committed
+
+    def _committed(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """Each source partition's committed position: the furthest of the positions group's (committed with
+        the records) and the source group's (a copy, or an at-least-once worker's). Raises KafkaException while
+        a transaction still holds the positions (a frozen worker's, until it is committed or aborted)."""
+        target_of = self.subscription.target_of
+        targets = sorted({(target_of[tp.topic], tp.partition) for tp in partitions})
+        from_target = self.member.committed([TopicPartition(t, p) for t, p in targets], timeout=POSITIONS_TIMEOUT_S)
+        committed: dict[TP, SourcePosition] = {}
+        for tp in from_target:
+            committed.update(decode_positions(tp.metadata))
+        from_source = self.consumer.committed(partitions, timeout=POSITIONS_TIMEOUT_S)
+        out = []
+        for tp in from_source:
+            note = decode_note(tp.metadata)
+            copy = SourcePosition(tp.offset, note.topic_id) if tp.offset >= 0 else None
+            chosen = resume_position([committed.get((tp.topic, tp.partition)), copy],
+                                     self.subscription.topic_ids.get(tp.topic))
+            out.append(TopicPartition(tp.topic, tp.partition, OFFSET_INVALID) if chosen is None else
+                       TopicPartition(tp.topic, tp.partition, chosen.offset,
+                                      metadata=encode_note(0, chosen.topic_id)))
+        return out
+
+    def _start(self, consumer: Consumer, tp: TopicPartition, ids: dict[str, str]) -> bool:
+        """Assign the source partition at the decided offset (it was not assigned before)."""
+        key = (tp.topic, tp.partition)
+        if not any(key in sources for sources in self._sources.values()):
+            self.unplaced.discard(key)  # its target partition went meanwhile
+            return False
+        try:
+            consumer.incremental_assign([tp])
+            if self.paused:
+                consumer.pause([tp])
+        except KafkaException as exc:
+            self.links.trouble("placing assigned partitions", exc)
+            self._retry_at = time.monotonic() + self.timeouts.retry
+            return False
+        self.unplaced.discard(key)
+        self.inflight.open(key, tp.offset if tp.offset >= 0 else None)
+        if tp.topic in ids:
+            self.topic_id_of[key] = ids[tp.topic]
+        return True
