@@ -50,6 +50,24 @@ def start_pair(home: Path, ports: Mapping[str, int], **options: object) -> list[
     return clusters
 
 
+@contextmanager
+def own_pair(home: Path, heap: str = "384m") -> Iterator[tuple[LocalCluster, LocalCluster]]:
+    """A source (``primary``) and a target (``backup``) of a test module's own, for tests that freeze, kill
+    or fence things; stopped at the end (thawed first: a failed test may leave one frozen)."""
+    import os
+    import signal
+
+    source, target = start_pair(home, {"primary": free_port(), "backup": free_port()}, heap=heap)
+    try:
+        yield source, target
+    finally:
+        for cluster in (source, target):
+            pid = cluster.pid()
+            if pid is not None:
+                os.kill(pid, signal.SIGCONT)
+            cluster.stop()
+
+
 class Worker:
     """A ``mirrorflow run`` process, as an operator runs it (stderr kept in a file)."""
 

@@ -171,6 +171,10 @@ class GroupMember(ABC):
             log.info("placed route=%s partitions=%s", self.route.name,
                      ",".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in started))
 
+    def _fetch_from(self, consumer: Consumer, tp: TopicPartition) -> None:
+        """Make the consumer fetch ``tp`` from its placed offset (assigned paused by ``_on_assign``: a seek)."""
+        consumer.seek(tp)
+
     def _committed_reader(self) -> Committed | None:
         """Where placing reads the committed positions: None, the source group's."""
         return None
@@ -178,7 +182,7 @@ class GroupMember(ABC):
     def _start(self, consumer: Consumer, tp: TopicPartition, ids: dict[str, str]) -> bool:
         key = (tp.topic, tp.partition)
         try:
-            consumer.seek(tp)
+            self._fetch_from(consumer, tp)
         except KafkaException as exc:
             self.links.trouble("placing assigned partitions", exc)
             self._retry_at = time.monotonic() + self.timeouts.retry

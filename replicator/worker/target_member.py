@@ -15,7 +15,6 @@ zombie (see ``exactly_once``).
 from __future__ import annotations
 
 import logging
-import time
 from abc import abstractmethod
 from typing import TYPE_CHECKING
 
@@ -220,16 +219,11 @@ class TargetMember(RouteWorker):
         if not any(key in sources for sources in self._sources.values()):
             self.unplaced.discard(key)  # its target partition went meanwhile
             return False
-        try:
-            consumer.incremental_assign([tp])
-            if self.paused:
-                consumer.pause([tp])
-        except KafkaException as exc:
-            self.links.trouble("placing assigned partitions", exc)
-            self._retry_at = time.monotonic() + self.timeouts.retry
-            return False
-        self.unplaced.discard(key)
-        self.inflight.open(key, tp.offset if tp.offset >= 0 else None)
-        if tp.topic in ids:
-            self.topic_id_of[key] = ids[tp.topic]
-        return True
+        return super()._start(consumer, tp, ids)
+
+    def _fetch_from(self, consumer: Consumer, tp: TopicPartition) -> None:
+        """Assign the source partition at its placed offset (it was not assigned before): paused while a full
+        queue pauses the others."""
+        consumer.incremental_assign([tp])
+        if self.paused:
+            consumer.pause([tp])

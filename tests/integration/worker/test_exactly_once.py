@@ -17,7 +17,7 @@ from replicator.dev.localcluster import LocalCluster
 from replicator.kafka.admin import create_topics
 from tests.kafka_io import Rec, committed, end_offsets, produce, read_committed, total, wait_until
 from tests.records import by_partition, make_records, write_config
-from tests.support import Worker, free_port, start_pair
+from tests.support import Worker, free_port, own_pair
 
 PARTITIONS = 4
 
@@ -25,13 +25,8 @@ PARTITIONS = 4
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCluster, LocalCluster]]:
     """A source and a target of this module's own."""
-    source, target = start_pair(tmp_path_factory.mktemp("eos-pair"),
-                                {"primary": free_port(), "backup": free_port()}, heap="384m")
-    try:
-        yield source, target
-    finally:
-        for cluster in (source, target):
-            cluster.stop()
+    with own_pair(tmp_path_factory.mktemp("eos-pair")) as clusters:
+        yield clusters
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from tests.kafka_io import (
     wait_until,
 )
 from tests.records import by_partition, make_records, write_config
-from tests.support import Worker, free_port, start_pair
+from tests.support import Worker, own_pair
 
 PARTITIONS = 4
 SMALL_QUEUE = {"queue.buffering.max.messages": "500"}
@@ -36,16 +36,8 @@ SMALL_QUEUE = {"queue.buffering.max.messages": "500"}
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCluster, LocalCluster]]:
     """A source and a target of this module's own (they get frozen and killed)."""
-    source, target = start_pair(tmp_path_factory.mktemp("fault-pair"),
-                                {"primary": free_port(), "backup": free_port()}, heap="384m")
-    try:
-        yield source, target
-    finally:
-        for cluster in (source, target):
-            pid = cluster.pid()
-            if pid is not None:
-                os.kill(pid, signal.SIGCONT)  # a failed test may leave one frozen
-            cluster.stop()
+    with own_pair(tmp_path_factory.mktemp("fault-pair")) as clusters:
+        yield clusters
 
 
 @pytest.fixture
