@@ -9,7 +9,7 @@ import re
 import threading
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
 from replicator.domain.positions import SourcePosition, decode_positions
 from replicator.testing import FakeKafka
@@ -246,3 +246,22 @@ def test_a_transactional_call_that_never_returns_is_given_up_and_the_producer_re
     finally:
         stuck.set()
     assert_exactly_once(kafka)
+
+
+@pytest.mark.parametrize(("code", "says"), [
+    (KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "refuses transactional id 'mirrorflow-r-w1': grant WRITE"),
+    (KafkaError.CLUSTER_AUTHORIZATION_FAILED, "refuses idempotent writes: grant IDEMPOTENT_WRITE"),
+    (KafkaError._TIMED_OUT, "cannot run transactions: no transaction coordinator answered"),
+    (KafkaError.INVALID_TRANSACTION_TIMEOUT, "transaction.timeout.ms: it must not exceed"),
+])
+def test_a_target_that_refuses_transactions_is_named_with_what_is_missing(kafka: FakeKafka, code: int,
+                                                                           says: str) -> None:
+    """Bad input: the start of transactions refused exits 2 (ConfigError) naming the target cluster and what
+    it lacks (the ACL, the coordinator, the timeout), never a traceback."""
+    from replicator.errors import ConfigError
+
+    config = route_config(kafka, guarantee="exactly-once")
+    worker = ExactlyOnceWorker(config, config.routes[0], worker_id="w1", clients=kafka.clients("a"))
+    refusal = worker._cannot_transact(KafkaError(code))
+    assert isinstance(refusal, ConfigError) and refusal.exit_code == 2
+    assert "route r: target cluster 'target'" in str(refusal) and says in str(refusal), str(refusal)
