@@ -29,9 +29,12 @@ from replicator.worker.records import TP
 from replicator.worker.route_worker import RouteWorker, WorkerTimeouts
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from replicator.config import Config, RouteConfig
     from replicator.state.store import StateStore
     from replicator.worker.assignment import Committed
+    from replicator.worker.subscription import Look
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +131,22 @@ class TargetMember(RouteWorker):
         except (KafkaException, RuntimeError) as exc:
             log.debug("closing the source consumer route=%s error=%s", self.route.name, exc)
         self._consumer = self._new_consumer()
+
+    def _resubscribe(self, finished: Future[Look]) -> None:
+        super()._resubscribe(finished)
+        self._remap()
+
+    def _remap(self) -> None:
+        """Source partitions of owned target partitions that the last look found: the target partition may be
+        given before this worker's look sees its source partition (another worker grew the target topic)."""
+        for target, sources in self._sources_of([TopicPartition(t, p) for t, p in self._sources]).items():
+            new = [key for key in sources if key not in self._sources[target]]
+            if new:
+                self._sources[target] = sources
+                self.unplaced.update(new)
+                self._retry_at = 0.0
+                log.info("assigned route=%s partitions=%s", self.route.name,
+                         ",".join(f"{t}[{p}]" for t, p in new))
 
     def _sources_of(self, targets: list[TopicPartition]) -> dict[TP, list[TP]]:
         """The source partitions each target partition copies (several for a merged topic; none for a target

@@ -35,14 +35,14 @@ def eos_worker(kafka: FakeKafka, process: str, worker_id: str | None = None, **r
     return WorkerThread(kafka, process, config, FAST, worker_id=worker_id, kind=ExactlyOnceWorker)
 
 
-def read_committed(kafka: FakeKafka) -> dict[int, list[FakeMessage]]:
+def read_committed(kafka: FakeKafka, partitions: int = PARTITIONS) -> dict[int, list[FakeMessage]]:
     """What a read_committed consumer of the replica gets now, per partition."""
     target = kafka["target"]
     if REPLICA not in target.topics:
-        return {p: [] for p in range(PARTITIONS)}
+        return {p: [] for p in range(partitions)}
     reader = FakeConsumer({"group.id": "reader", "isolation.level": "read_committed"}, target)
-    reader.incremental_assign([TopicPartition(REPLICA, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-    got: dict[int, list[FakeMessage]] = {p: [] for p in range(PARTITIONS)}
+    reader.incremental_assign([TopicPartition(REPLICA, p, OFFSET_BEGINNING) for p in range(partitions)])
+    got: dict[int, list[FakeMessage]] = {p: [] for p in range(partitions)}
     while batch := reader.consume(1_000, 0):
         for message in batch:
             got[message.partition() or 0].append(message)
@@ -265,3 +265,30 @@ def test_a_target_that_refuses_transactions_is_named_with_what_is_missing(kafka:
     refusal = worker._cannot_transact(KafkaError(code))
     assert isinstance(refusal, ConfigError) and refusal.exit_code == 2
     assert "route r: target cluster 'target'" in str(refusal) and says in str(refusal), str(refusal)
+
+
+def test_a_target_partition_given_before_the_worker_sees_its_source_partition_is_copied(kafka: FakeKafka) -> None:
+    """Found by the fault harness: a source topic grew, another worker grew its target topic, and the new
+    target partition was given to a worker whose look at the source still counted the old partitions: it
+    mapped to no source partition, and the new one was never copied (until a worker restarted)."""
+    produce(kafka["source"], 50)
+    a = eos_worker(kafka, "a")
+    wait_until(lambda: all_visible(kafka, 50), what="the first copy", alive=(a,))
+    held = threading.Event()
+    kafka["source"].gates["list_topics@a"] = held  # a's looks at the source wait: it keeps counting 4
+    try:
+        wait_until(lambda: kafka["source"].waiting["list_topics@a"] == 1, what="a look held", alive=(a,))
+        kafka["source"].add_partitions(TOPIC, PARTITIONS + 1)
+        kafka["target"].add_partitions(REPLICA, PARTITIONS + 1)  # as another worker's look would
+        for n in range(30):
+            kafka["source"].append(TOPIC, PARTITIONS, f"k{n}".encode(), f"p4-{n}".encode(), [("h", b"x")], 1_000 + n)
+        wait_until(lambda: (REPLICA, PARTITIONS) in a.worker._sources, what="the new target partition given",
+                   alive=(a,))
+    finally:
+        held.set()
+    wait_until(lambda: len(read_committed(kafka, PARTITIONS + 1)[PARTITIONS]) == 30, what="the new partition copied",
+               alive=(a,))
+    assert a.finish() is None
+    assert_exactly_once(kafka)
+    assert [m.value() for m in read_committed(kafka, PARTITIONS + 1)[PARTITIONS]] == \
+        [r.value for r in kafka["source"].records(TOPIC, PARTITIONS)]
