@@ -133,9 +133,7 @@ class ExactlyOnceWorker(TargetMember):
         """Hand records over inside an open transaction; none once its commit is due (what is in flight
         must be acknowledged before the positions are taken)."""
         if self._due():
-            if self.backlog and not self.paused:
-                self._pause(True)  # the backlog waits for the commit; the source need not fill it further
-            return
+            return  # (not a pause: librdkafka drops what a paused partition prefetched, and fetches it again)
         if self.backlog and not self._begin():
             if not self.paused:
                 self._pause(True)  # no producer to take records: the backlog waits, the source need not fill it
@@ -143,6 +141,17 @@ class ExactlyOnceWorker(TargetMember):
         before = len(self.backlog)
         super()._drain()
         self._records += before - len(self.backlog)
+
+    def _consume(self, count: int, timeout: float) -> list[Message]:
+        """Records from the source, except while a commit is due: then the time goes to the delivery reports
+        the commit waits for (the source's records stay in librdkafka's prefetch queue, bounded by its
+        queued.* limits, until the commit is done)."""
+        if not self._due():
+            return super()._consume(count, timeout)
+        self._serve_member()
+        if timeout:
+            self._serve_producer(timeout)
+        return []
 
     def _send_syncs(self) -> None:
         if not self.inflight.syncs or self._begin():
