@@ -12,9 +12,11 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import ConfigResource
 
 from replicator.config import Config, RouteConfig
-from replicator.errors import ClusterError, ConfigError
+from replicator.domain.naming import group_id, positions_group_id
+from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import admin_client, cluster_metadata
 from replicator.kafka.clients import admin_settings
+from replicator.kafka.groups import active_members, list_groups
 from replicator.waiting import until_answers
 
 
@@ -42,6 +44,7 @@ def check_clusters(config: Config, route: RouteConfig, timeout: float = 5.0) -> 
         ids[side] = meta.cluster_id
     if route.guarantee == "exactly-once":
         check_transactions(config, route, timeout)
+    check_one_guarantee(config, route)
     if ids["source"] == ids["target"] and route.policy == "identity":
         raise ConfigError(
             f"route {route.name}: source {route.source!r} and target {route.target!r} are the same cluster "
@@ -76,3 +79,22 @@ def check_transactions(config: Config, route: RouteConfig, timeout: float = 5.0)
             f"transactions, which guarantee exactly-once needs: transaction.state.log.replication.factor={factor} "
             f"but it has {len(meta.brokers)} broker(s), so its transaction state log can never be created (set it "
             f"to at most {len(meta.brokers)} on the brokers, or add brokers)")
+
+
+def check_one_guarantee(config: Config, route: RouteConfig) -> None:
+    """UsageError while workers of the route run with the other guarantee: they are members of another group
+    (at-least-once: the route's group on the source; exactly-once: its positions group on the target), so
+    both would copy every record. A switch stops every worker first (docs/exactly-once.md)."""
+    if route.guarantee == "exactly-once":
+        cluster, group, other = route.source, group_id(route), "at-least-once"
+    else:
+        cluster, group, other = route.target, positions_group_id(route), "exactly-once"
+    admin = admin_client(admin_settings(config.cluster(cluster).client_properties()))
+    what = f"route {route.name}: cluster {cluster!r}"
+    if group not in list_groups(admin, what):  # (no coordinator to find: quick on a fresh cluster)
+        return
+    members = active_members(admin, [group], what)[group]
+    if members:
+        raise UsageError(
+            f"route {route.name}: {members} worker(s) of this route run {other} (members of group {group!r} on "
+            f"{cluster!r}); both would copy every record: stop them before starting it {route.guarantee}")

@@ -10,16 +10,16 @@ the group has members, which is what keeps an active group from being overwritte
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from replicator.domain.checkpoint import Partition
 from replicator.errors import ClusterError
 from replicator.kafka.clients import admin_settings
+from replicator.kafka.groups import settled
 
 log = logging.getLogger(__name__)
 
@@ -28,25 +28,6 @@ T = TypeVar("T")
 # Groups read or written at the same time, one client each: a run over a thousand groups is bound by round
 # trips (a client's connection, the group's coordinator, the request), not by the brokers.
 GROUPS_AT_ONCE = 8
-
-# A fresh cluster's (or a new group's) coordinator answers these for a few seconds.
-SETTLING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
-
-
-def settled(call: Callable[[], T], what: str, patience: float = 20.0) -> T:
-    """``call()``, asked again while the coordinator settles; other Kafka errors as ClusterError naming ``what``."""
-    deadline = time.monotonic() + patience
-    while True:
-        try:
-            return call()
-        except KafkaException as exc:
-            error = exc.args[0]
-            if error.name() in SETTLING and time.monotonic() < deadline:
-                time.sleep(0.5)
-                continue
-            raise ClusterError(f"{what}: {error.name()}: {error.str()}",
-                               retriable=error.retriable() or error.name() in SETTLING) from None
-
 
 def _client(properties: Mapping[str, str], group: str) -> Any:
     return Consumer({**admin_settings(properties), "group.id": group, "enable.auto.commit": "false"})

@@ -30,8 +30,8 @@ from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import cluster_metadata
 from replicator.kafka.clients import admin_settings
+from replicator.kafka.groups import active_members, list_groups
 from replicator.kafka.topics import source_partitions
-from replicator.runbooks.checkpoints.groups import active_members, list_groups
 from replicator.runbooks.checkpoints.offsets import for_each_group, read_committed
 from replicator.runbooks.checkpoints.syncs import SyncLog
 

@@ -129,7 +129,7 @@ def _check_groups(config: Config, backup: str, request: FailbackRequest) -> None
     from confluent_kafka.admin import AdminClient
 
     from replicator.kafka.clients import admin_settings
-    from replicator.runbooks.checkpoints.groups import list_groups
+    from replicator.kafka.groups import list_groups
 
     admin = AdminClient(admin_settings(config.cluster(backup).client_properties()))
     missing = sorted(set(request.groups) - set(list_groups(admin, f"route {request.route}: {backup!r}")))

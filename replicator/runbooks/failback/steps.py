@@ -35,8 +35,8 @@ from replicator.domain.offset_sync import OffsetSync
 from replicator.domain.resume_point import Basis, verify_commits
 from replicator.domain.runbook import acting
 from replicator.kafka.clients import admin_settings
+from replicator.kafka.groups import list_groups
 from replicator.runbooks import engine
-from replicator.runbooks.checkpoints.groups import list_groups
 from replicator.runbooks.checkpoints.offsets import commit, read_committed
 from replicator.runbooks.checkpoints.syncs import SyncLog
 from replicator.runbooks.context import Ctx as RunbookCtx

@@ -20,7 +20,7 @@ from replicator.domain.resume_point import GroupCommit, ResumePoint, offsets_to_
 from replicator.domain.target_group import TargetOutcome
 from replicator.errors import ClusterError
 from replicator.kafka.clients import admin_settings
-from replicator.runbooks.checkpoints.groups import active_members
+from replicator.kafka.groups import active_members
 from replicator.runbooks.checkpoints.offsets import commit, for_each_group, read_committed
 
 log = logging.getLogger(__name__)

@@ -110,7 +110,7 @@ def start(config: Config, request: FailoverRequest, restart: bool = False, say: 
 
 def _check_groups(config: Config, route: RouteConfig, request: FailoverRequest) -> list[str]:
     """UsageError for a group named that cannot be found; notes for those that cannot be checked."""
-    from replicator.runbooks.checkpoints.groups import list_groups
+    from replicator.kafka.groups import list_groups
     from replicator.runbooks.failover.source import unreachable
     from replicator.state.checkpoints import checkpoints
     from replicator.state.store import StateStore

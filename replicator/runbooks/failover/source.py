@@ -22,8 +22,8 @@ from replicator.domain.naming import group_id, positions_group_id
 from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import cluster_metadata
 from replicator.kafka.clients import admin_settings
+from replicator.kafka.groups import active_members
 from replicator.kafka.route_status import PartitionStatus, route_status
-from replicator.runbooks.checkpoints.groups import active_members
 
 
 def unreachable(config: Config, cluster: str, timeout: float = 5.0) -> str | None:

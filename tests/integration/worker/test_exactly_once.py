@@ -157,3 +157,25 @@ def test_switching_a_route_between_the_guarantees_repeats_and_skips_nothing(pair
         finally:
             code, _ = worker.terminate(60)
         assert code == 0 and "Traceback" not in worker.output(), worker.output()[-3000:]
+
+
+def test_a_route_refuses_to_start_with_one_guarantee_while_workers_run_the_other(pair, unique_name, tmp_path,  # type: ignore[no-untyped-def]
+                                                                                workers) -> None:
+    """Bad input: an exactly-once worker started while an at-least-once worker of the same route runs (they
+    are in different groups: both would copy every record) exits 2 naming the group and the cluster."""
+    import subprocess
+    import sys
+
+    source, target = pair
+    create_topics(source.spec.bootstrap_servers, {unique_name: PARTITIONS})
+    routes = {g: write_config(tmp_path / f"{g}.yaml", source.spec.bootstrap_servers, target.spec.bootstrap_servers, [
+        {"name": "mixed", "source": "primary", "target": "backup", "topics": [unique_name], "guarantee": g}])
+        for g in ("at-least-once", "exactly-once")}
+    running = Worker(routes["at-least-once"], log_dir=tmp_path)
+    workers.append(running)
+    wait_until(lambda: "placed" in running.output(), 60, "the at-least-once worker copying")
+    refused = subprocess.run([str(Path(sys.executable).parent / "mirrorflow"), "run", "--config",
+                              str(routes["exactly-once"])], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert "1 worker(s) of this route run at-least-once (members of group 'mirrorflow-mixed' on 'primary')" \
+        in refused.stderr and "Traceback" not in refused.stderr

@@ -1,14 +1,36 @@
-"""Consumer groups of a cluster: their ids, and how many active members each has."""
+"""Consumer groups of a cluster: their ids, how many active members each has, and asking again while a
+fresh coordinator settles (the runbooks, and a worker's start, ask)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from replicator.errors import ClusterError
-from replicator.runbooks.checkpoints.offsets import settled
+
+T = TypeVar("T")
+
+# A fresh cluster's (or a new group's) coordinator answers these for a few seconds.
+SETTLING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
+
+
+def settled(call: Callable[[], T], what: str, patience: float = 20.0) -> T:
+    """``call()``, asked again while the coordinator settles; other Kafka errors as ClusterError naming ``what``."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return call()
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.name() in SETTLING and time.monotonic() < deadline:
+                time.sleep(0.5)
+                continue
+            raise ClusterError(f"{what}: {error.name()}: {error.str()}",
+                               retriable=error.retriable() or error.name() in SETTLING) from None
 
 
 def list_groups(admin: AdminClient, what: str, timeout: float = 15.0) -> list[str]:
