@@ -303,11 +303,7 @@ class ExactlyOnceWorker(TargetMember):
                 return
             log.warning("producer fenced by the target, a new one copies again from the last commit (nothing of "
                         "the open transaction is visible) route=%s reason=%r", self.route.name, reason)
-            keys = set(self.inflight.ledgers)
-            self.inflight.abandon()
-            if self._open:
-                self._open, self._committing = False, None
-                metrics.TRANSACTIONS.labels(self.route.name, "aborted").inc()
+            keys = self._give_up_open()
             if self._producer is not None and not self._hung:
                 discard(self._producer)  # (one a call hangs in stays with that call: destroying it may hang too)
             self._hung = False
@@ -420,12 +416,17 @@ class ExactlyOnceWorker(TargetMember):
             return
         # The producer is replaced (wedged): the new one's init_transactions fences it and aborts its
         # transaction; waiting for the old one to abort could take as long as it is wedged.
+        self._back_to_committed(self._give_up_open())
+
+    def _give_up_open(self) -> set[TP]:
+        """Forget what is in flight and count the open transaction aborted (its producer is being replaced: the
+        new one's init_transactions aborts it on the target); returns the partitions to place again."""
         keys = set(self.inflight.ledgers)
         self.inflight.abandon()
         if self._open:
             self._open, self._committing = False, None
             metrics.TRANSACTIONS.labels(self.route.name, "aborted").inc()
-        self._back_to_committed(keys)
+        return keys
 
     # -- stopping ------------------------------------------------------------------------
 
