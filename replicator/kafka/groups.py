@@ -34,14 +34,16 @@ def settled(call: Callable[[], T], what: str, patience: float = 20.0) -> T:
 
 
 def list_groups(admin: AdminClient, what: str, timeout: float = 15.0) -> list[str]:
-    """Every consumer group id of the cluster (``what`` names it in errors), sorted."""
-    result = settled(lambda: admin.list_consumer_groups(request_timeout=timeout).result(timeout + 5),
-                     f"{what}: list consumer groups")
-    if result.errors:
-        error = result.errors[0]
-        raise ClusterError(f"{what}: list consumer groups: {error.name()}: {error.str()}",
-                           retriable=error.retriable())
-    return sorted({g.group_id for g in result.valid})
+    """Every consumer group id of the cluster (``what`` names it in errors), sorted. A broker that answers
+    with an error (its coordinator still loading, say) counts as the whole call failing: the list would
+    lack that broker's groups."""
+    def listing() -> list[str]:
+        result = admin.list_consumer_groups(request_timeout=timeout).result(timeout + 5)
+        if result.errors:
+            raise KafkaException(result.errors[0])
+        return sorted({g.group_id for g in result.valid})
+
+    return settled(listing, f"{what}: list consumer groups")
 
 
 def active_members(admin: AdminClient, groups: Iterable[str], what: str, timeout: float = 15.0) -> dict[str, int]:
