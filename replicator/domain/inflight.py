@@ -51,6 +51,11 @@ class PartitionLedger:
         offset): the consumer went back on its own, and copying it again would repeat it."""
         return self.expected is not None and offset < self.expected
 
+    def skips(self, offset: int) -> bool:
+        """True for a record after the next one expected: normal where the log has gaps (compaction,
+        transaction markers), a loss where retention deleted what was between."""
+        return self.expected is not None and offset > self.expected
+
     def moved_to(self, offset: int) -> None:
         """The worker itself moved the partition's fetch position (recovering it after a reset): records
         from ``offset`` on are expected, even below those already handed over (a truncated or recreated

@@ -53,6 +53,11 @@ class FakeConsumer:
         self.positions: dict[TP, int | None] = {}  # assigned partitions -> next offset (None: unknown)
         self.paused: set[TP] = set()
         self.stuck: set[TP] = set()  # after a failed reset: seek refused until assigned again
+        # librdkafka resolves a logical offset given to assign (OFFSET_BEGINNING/END) by a query answered
+        # later; a seek before the answer makes it outdated, and librdkafka (<= 2.16, rdkafka_partition.c,
+        # "outdated offset response") then asks again and applies that answer over the seek.
+        self.queries: dict[TP, int] = {}  # asked at assign; answered after any seek (the worst case)
+        self.requeries: dict[TP, int] = {}  # asked again after an outdated answer: see answer_offset_queries
         self.stored: dict[TP, tuple[int, str | None]] = {}
         self.errors: deque[FakeMessage] = deque()
         self.callbacks: dict[str, Callback] = {}
@@ -104,6 +109,9 @@ class FakeConsumer:
             key = (tp.topic, tp.partition)
             self.stuck.discard(key)
             self.positions[key] = self._resolve(key, tp.offset)
+            self.requeries.pop(key, None)
+            if tp.offset in (OFFSET_BEGINNING, OFFSET_END):
+                self.queries[key] = tp.offset
 
     def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
         """Remove partitions (their stored, uncommitted offsets are dropped)."""
@@ -111,6 +119,8 @@ class FakeConsumer:
         for tp in partitions:
             key = (tp.topic, tp.partition)
             self.positions.pop(key, None)
+            self.queries.pop(key, None)
+            self.requeries.pop(key, None)
             self.stuck.discard(key)
             self.paused.discard(key)
             self.stored.pop(key, None)
@@ -165,11 +175,22 @@ class FakeConsumer:
             raise KafkaException(KafkaError(KafkaError._STATE, f"Failed to seek {key}: Local: Erroneous state"))
         self.positions[key] = partition.offset
         self.errors = deque(e for e in self.errors if (e.topic(), e.partition()) != key)
+        if key in self.queries:  # its answer will be outdated: librdkafka asks again
+            self.requeries[key] = self.queries.pop(key)
 
-    def go_back(self, topic: str, partition: int, offset: int) -> None:
-        """librdkafka moving an assigned partition's fetch position back on its own, with no seek of the
+    def drift(self, topic: str, partition: int, offset: int) -> None:
+        """librdkafka moving an assigned partition's fetch position on its own, with no seek of the
         application (seen in chaos runs: records already copied came again from the log start)."""
         self.positions[(topic, partition)] = offset
+
+    def answer_offset_queries(self) -> None:
+        """The answers to the queries librdkafka asked again arrive (over a slow or cut link, any time
+        later): each partition's fetch position moves to the log start (or end) of that moment, whatever
+        the application sought meanwhile. Called by a test, at the moment it chooses."""
+        for key, logical in sorted(self.requeries.items()):
+            if key in self.positions:
+                self.positions[key] = self._resolve(key, logical)
+        self.requeries.clear()
 
     def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         """The next offset to fetch of each partition (OFFSET_INVALID when unknown)."""

@@ -20,6 +20,20 @@ RecreationReporter = Callable[[str, str, str], None]
 Committed = Callable[[list[TopicPartition]], list[TopicPartition]]
 Watermarks = Callable[[list[tuple[str, int]]], Mapping[tuple[str, int], tuple[int, int]]]
 
+# Where a partition is assigned (paused) until it is placed: absolute, so librdkafka asks nothing about it.
+PLACEHOLDER = 0
+
+
+def fetch_from(consumer: Consumer, tp: TopicPartition) -> None:
+    """Make an assigned partition fetch from ``tp.offset``: a seek; and where librdkafka's own reset error
+    left the partition in a state no seek leaves ("Erroneous state", and it would stall silently), out of
+    the assignment and back at that offset, which starts its fetch afresh."""
+    try:
+        consumer.seek(tp)
+    except KafkaException:
+        consumer.incremental_unassign([TopicPartition(tp.topic, tp.partition)])
+        consumer.incremental_assign([tp])
+
 
 class Positioner:
     """Decides where each assigned partition starts (committed, new, lost, reset)."""
@@ -30,6 +44,7 @@ class Positioner:
         self.report_loss = report_loss
         self.report_recreated = report_recreated
         self.failure: str | None = None
+        self._reported: dict[tuple[str, int], tuple[int, int]] = {}  # each partition's last lost range
 
     def _start_kind(self) -> str:
         return "timestamp" if isinstance(self.route.start, dt.datetime) else str(self.route.start)
@@ -80,7 +95,25 @@ class Positioner:
         self.report_recreated(topic, topic_id, f"the deleted topic's committed offset {old_position} of "
                                                f"partition {partition} was not reused")
 
+    def skipped(self, consumer: Consumer, key: tuple[str, int], expected: int, offset: int) -> None:
+        """The consumer returned ``offset`` where ``expected`` was next, with no seek of ours saying so
+        (compaction and transaction markers leave such gaps). What retention deleted of the gap is lost:
+        reported like any other loss, however the consumer came to jump it (librdkafka has done so on its
+        own). The log start is librdkafka's, from the fetch that returned the record: no request."""
+        try:
+            low, _high = consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
+        except KafkaException:
+            return
+        if min(low, offset) > expected:
+            self._lost(key[0], key[1], (expected, min(low, offset)))
+
     def _lost(self, topic: str, partition: int, lost: tuple[int, int]) -> None:
+        last = self._reported.get((topic, partition))
+        if last is not None and lost[0] < last[1] and lost[1] > last[0]:
+            lost = (last[1], lost[1])  # overlapping what was reported already: only the rest
+        if lost[0] >= lost[1]:
+            return
+        self._reported[(topic, partition)] = lost
         log.error("records deleted by retention before they were copied route=%s topic=%s partition=%s "
                   "lost_from=%s lost_to_exclusive=%s count=%s", self.route.name, topic, partition,
                   lost[0], lost[1], lost[1] - lost[0])
@@ -104,13 +137,5 @@ class Positioner:
         self._explain(topic, partition, decision)
         if self.failure is not None:
             return None
-        target = TopicPartition(topic, partition, decision.offset)
-        try:
-            consumer.seek(target)
-        except KafkaException:
-            # After librdkafka's own reset error the partition is in a state no seek leaves
-            # ("Erroneous state"): it would stall silently. Taking it out of the assignment and
-            # back at the new position starts its fetch afresh.
-            consumer.incremental_unassign([TopicPartition(topic, partition)])
-            consumer.incremental_assign([target])
+        fetch_from(consumer, TopicPartition(topic, partition, decision.offset))
         return decision.offset

@@ -15,12 +15,13 @@ from abc import ABC, abstractmethod
 from collections import deque
 from typing import TYPE_CHECKING
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from replicator.domain.commit_metadata import encode_note
 from replicator.domain.offset_sync import encode_sync
 from replicator.errors import ClusterError
 from replicator.worker import metrics
+from replicator.worker.assignment import PLACEHOLDER, fetch_from
 from replicator.worker.callbacks import shielded
 from replicator.worker.records import TP
 
@@ -172,8 +173,10 @@ class GroupMember(ABC):
                      ",".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in started))
 
     def _fetch_from(self, consumer: Consumer, tp: TopicPartition) -> None:
-        """Make the consumer fetch ``tp`` from its placed offset (assigned paused by ``_on_assign``: a seek)."""
-        consumer.seek(tp)
+        """Make the consumer fetch ``tp`` from its placed offset (assigned paused by ``_on_assign``)."""
+        fetch_from(consumer, tp)
+        if self.paused:  # assigned afresh (after a reset error), it would fetch: the backlog comes first
+            consumer.pause([TopicPartition(tp.topic, tp.partition)])
 
     def _committed_reader(self) -> Committed | None:
         """Where placing reads the committed positions: None, the source group's."""
@@ -211,9 +214,12 @@ class GroupMember(ABC):
     @shielded("assignment")
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Take the partitions paused; the loop positions them (network calls stay out of callbacks).
-        The placeholder start is the log start, not the committed offset: librdkafka's own reset
-        on a partition without one would leave it in a state where it cannot be sought."""
-        start = [TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING) for tp in partitions]
+        The placeholder start is an absolute offset: a logical one (the log start) sends librdkafka a
+        query whose answer, when it comes after our seek, makes it ask again and apply that answer over
+        the seek (librdkafka <= 2.16): the partition jumped to the log start of a later moment, past
+        records retention deleted meanwhile, with nothing reported. Not the committed offset either:
+        librdkafka's own reset on a partition without one leaves it where no seek moves it."""
+        start = [TopicPartition(tp.topic, tp.partition, PLACEHOLDER) for tp in partitions]
         consumer.incremental_assign(start)
         consumer.pause(start)
         self.unplaced.update((tp.topic, tp.partition) for tp in partitions)

@@ -227,12 +227,22 @@ class RouteWorker(GroupMember):
                 if ledger.repeats(offset_of(message)):
                     self._went_back(message, ledger)
                     continue  # taken out of the backlog, with the rest of the repeat
+                if ledger.skips(offset_of(message)) and not self._may_skip(message, ledger):
+                    return
                 if not self._send(message):
                     self._pause(True)
                     return
             self.backlog.popleft()
         if self.paused and not self.backlog:
             self._pause(False)
+
+    def _may_skip(self, message: Message, ledger: PartitionLedger) -> bool:
+        """A gap before this record: what retention deleted of it is reported (lost); False when the
+        route stops on that (on_data_loss: fail), before the record is copied."""
+        assert ledger.expected is not None
+        self.positioner.skipped(self.consumer, key_of(message), ledger.expected, offset_of(message))
+        self.failure = self.failure or self.positioner.failure
+        return self.failure is None
 
     def _went_back(self, message: Message, ledger: PartitionLedger) -> None:
         """The consumer returned a record at or before one already copied, with no seek of ours: seen in
