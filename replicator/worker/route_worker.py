@@ -246,9 +246,9 @@ class RouteWorker(GroupMember):
 
     def _went_back(self, message: Message, ledger: PartitionLedger) -> None:
         """The consumer returned a record at or before one already copied, with no seek of ours: seen in
-        chaos runs just after a partition was placed (librdkafka fetching again from the log start of
-        the assignment's placeholder). Copying it would repeat thousands of records: drop the repeat and
-        fetch again from where copying stands."""
+        chaos runs just after a partition was placed (librdkafka applying a late answer to its query of the
+        placeholder's log start over our seek; the placeholder is absolute since). Copying it would repeat
+        thousands of records: drop the repeat and fetch again from where copying stands."""
         key, expected = key_of(message), ledger.expected
         assert expected is not None
         kept = deque(m for m in self.backlog
