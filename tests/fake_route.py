@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from replicator.config import parse_config
+from replicator.state.store import StateStore
 from replicator.testing import FakeKafka
 from replicator.worker.route_worker import RouteWorker, WorkerTimeouts
 
@@ -25,9 +26,10 @@ class WorkerThread:
     """A RouteWorker running in a thread; ``error`` holds what ended it."""
 
     def __init__(self, kafka: FakeKafka, process: str, config, timeouts: WorkerTimeouts = FAST,  # type: ignore[no-untyped-def]
-                 worker_id: str | None = None, kind: type[RouteWorker] = RouteWorker) -> None:
+                 worker_id: str | None = None, kind: type[RouteWorker] = RouteWorker,
+                 store: StateStore | None = None) -> None:
         self.stop = threading.Event()
-        self.worker = kind(config, config.routes[0], None, batch_size=100, worker_id=worker_id,
+        self.worker = kind(config, config.routes[0], store, batch_size=100, worker_id=worker_id,
                            clients=kafka.clients(process), timeouts=timeouts)
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name=f"worker-{process}", daemon=True)

@@ -4,33 +4,53 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from typing import TYPE_CHECKING
 
 from replicator.cli.commands import Command, Option
 from replicator.cli.common import CONFIG, JSON, config_of, routes_of
 from replicator.cli.output import as_json, table
 
+if TYPE_CHECKING:
+    from replicator.state.transaction_counts import TransactionTotals
+
 
 def show_status(args: argparse.Namespace) -> int:
-    """Print the routes' partitions; exit 0 even when lagging (it is a report, not a check)."""
-    from replicator.kafka.route_status import route_status
+    """Print the routes' partitions, and each exactly-once route's transactions; exit 0 even when lagging (it is
+    a report, not a check)."""
+    from replicator.kafka.route_status import route_status, transaction_totals
 
     config = config_of(args)
     routes = routes_of(config, args.route)
     rows = [s for route in routes for s in route_status(config, route)]
+    totals = {route.name: transaction_totals(config, route) for route in routes if route.guarantee == "exactly-once"}
     if args.json:
-        print(as_json([{**dataclasses.asdict(s), "lag": s.lag} for s in rows]))
+        print(as_json([{**dataclasses.asdict(s), "lag": s.lag, **_transactions_json(totals, s.route)} for s in rows]))
         return 0
     print(table(
         ["route", "guarantee", "topic", "partition", "source end", "committed", "lag", "last replicated (UTC)"],
         [[s.route, s.guarantee, s.topic, s.partition, s.end_offset, s.committed, s.lag,
           s.last_replicated.strftime("%Y-%m-%d %H:%M:%S") if s.last_replicated else None] for s in rows],
     ))
+    if totals:
+        print()
+        print(table(["route", "transactions committed", "aborted", "since (UTC)"],
+                    [[name, t.committed, t.aborted, t.since.strftime("%Y-%m-%d %H:%M:%S") if t.since else None]
+                     if t is not None else [name, "unknown: state database away", None, None]
+                     for name, t in totals.items()]))
     return 0
+
+
+def _transactions_json(totals: dict[str, TransactionTotals | None], route: str) -> dict[str, int | None]:
+    """An exactly-once route's transaction counts on each of its rows (null: not known, or no transactions)."""
+    found = totals.get(route)
+    return {"transactions_committed": found.committed if found else None,
+            "transactions_aborted": found.aborted if found else None}
 
 
 STATUS = Command(
     "status", show_status,
-    help="per route and partition: guarantee, end offset, committed, lag, last copy",
+    help="per route and partition: guarantee, end offset, committed, lag, last copy; exactly-once routes' "
+         "transactions",
     options=(
         CONFIG,
         Option("--route", action="append", metavar="NAME", help="only this route (repeatable)"),

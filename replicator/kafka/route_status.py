@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -14,10 +15,12 @@ from replicator.domain.naming import group_id
 from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError
 from replicator.kafka.clients import admin_settings
+from replicator.kafka.groups import SETTLING
 from replicator.kafka.topics import source_partitions
 
-# A fresh cluster's group coordinator answers these for a few seconds: ask again.
-_SETTLING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
+if TYPE_CHECKING:
+    from replicator.state.transaction_counts import TransactionTotals
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +60,7 @@ def route_status(config: Config, route: RouteConfig, timeout: float = 15.0) -> l
     except KafkaException as exc:
         error = exc.args[0]
         raise ClusterError(f"route {route.name}: source {route.source!r}: {error.str()}",
-                           retriable=error.retriable() or error.name() in _SETTLING) from None
+                           retriable=error.retriable() or error.name() in SETTLING) from None
     return [
         PartitionStatus(route.name, tp.topic, tp.partition, end_of[(tp.topic, tp.partition)],
                         tp.offset if tp.offset >= 0 else None, _stored_at(tp.metadata), route.guarantee)
@@ -72,6 +75,16 @@ def _manual_topics(config: Config, route: RouteConfig) -> tuple[set[str], set[st
 
     with StateStore(config.state.url) as store:
         return StateLink(route, store).manual_topics()
+
+
+def transaction_totals(config: Config, route: RouteConfig) -> TransactionTotals | None:
+    """An exactly-once route's transactions committed and aborted, as its workers stored them in the state DB
+    (None when the DB does not answer)."""
+    from replicator.state.route_link import StateLink
+    from replicator.state.store import StateStore
+
+    with StateStore(config.state.url) as store:
+        return StateLink(route, store).transaction_totals()
 
 
 def _committed(config: Config, route: RouteConfig, partitions: list[TopicPartition],

@@ -17,6 +17,7 @@ from replicator.domain.audit import BucketKey, BucketResult, Status
 from replicator.domain.audit_report import AuditReport, AuditRunInfo, AuditWindow, Counts
 from replicator.domain.offset_ranges import OffsetRange, format_ranges, parse_ranges
 from replicator.state.models import AuditResultRow, AuditRunRow
+from replicator.state.times import utc
 
 RANGES_STORED = 100  # offset ranges kept per list and bucket; the counts are always exact
 
@@ -26,8 +27,7 @@ def _at(ms: int) -> dt.datetime:
 
 
 def _ms(value: dt.datetime) -> int:
-    # SQLite hands timezone-aware columns back naive; they were written in UTC.
-    aware = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    aware = utc(value)
     return round(aware.timestamp() * 1000)
 
 

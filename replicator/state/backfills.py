@@ -6,7 +6,6 @@ a retried task (same key) rewrites its own row, never adds a second one.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Iterable
 
@@ -15,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from replicator.domain.backfill_run import BackfillMode, BackfillRun, BackfillStatus, PartitionRange
 from replicator.state.models import BackfillRunRow
+from replicator.state.times import utc
 
 
 def save_run(session: Session, run: BackfillRun) -> BackfillRun:
@@ -54,10 +54,6 @@ def _run(row: BackfillRunRow) -> BackfillRun:
     ranges = tuple(PartitionRange(int(r["partition"]), int(r["start"]), int(r["end"]), bool(r["clamped"]))
                    for r in json.loads(row.ranges))
     return BackfillRun(row.run_key, row.route, row.topic, row.target_topic, BackfillMode(row.mode), ranges,
-                       _utc(row.started_at), BackfillStatus(row.status), row.overlap_ok, row.records_written,
-                       None if row.finished_at is None else _utc(row.finished_at), row.error)
+                       utc(row.started_at), BackfillStatus(row.status), row.overlap_ok, row.records_written,
+                       None if row.finished_at is None else utc(row.finished_at), row.error)
 
-
-def _utc(value: dt.datetime) -> dt.datetime:
-    # SQLite hands timezone-aware columns back naive; they were written in UTC.
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)

@@ -17,6 +17,7 @@ from replicator.domain.checkpoint import Checkpoint, CheckpointStatus
 from replicator.domain.checkpoint_run import CheckpointRun
 from replicator.domain.target_group import TargetOutcome
 from replicator.state.models import CheckpointRow, CheckpointRunRow
+from replicator.state.times import utc
 
 
 def save_checkpoints(session: Session, route: str, checkpoints: Iterable[Checkpoint], at: dt.datetime) -> int:
@@ -51,7 +52,7 @@ def checkpoints(session: Session, route: str, group: str | None = None) -> list[
     rows = session.scalars(query.order_by(CheckpointRow.group_id, CheckpointRow.topic, CheckpointRow.partition))
     return [
         (Checkpoint(r.group_id, r.topic, r.partition, r.source_offset, r.target_topic, r.target_offset,
-                    CheckpointStatus(r.status), r.max_repeats), _utc(r.checkpointed_at))
+                    CheckpointStatus(r.status), r.max_repeats), utc(r.checkpointed_at))
         for r in rows
     ]
 
@@ -78,9 +79,5 @@ def last_run_started(session: Session, route: str) -> dt.datetime | None:
         select(CheckpointRunRow.started_at).where(CheckpointRunRow.route == route)
         .order_by(CheckpointRunRow.started_at.desc()).limit(1)
     )
-    return None if started is None else _utc(started)
+    return None if started is None else utc(started)
 
-
-def _utc(value: dt.datetime) -> dt.datetime:
-    # SQLite hands timezone-aware columns back naive; they were written in UTC.
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)

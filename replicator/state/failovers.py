@@ -21,6 +21,7 @@ from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
 from replicator.domain.target_group import TargetOutcome
 from replicator.state.models import FailoverOffsetRow, FailoverRunRow, FailoverStepRow
 from replicator.state.run_rows import row_to_save, stored_row
+from replicator.state.times import utc
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +121,7 @@ def route_hold(session: Session, route: str) -> RouteHold | None:
         FailoverRunRow.released_at.is_(None)).order_by(FailoverRunRow.id.desc()).limit(1))
     if row is None or row.route_stopped_at is None:
         return None
-    return RouteHold(row.id, row.route, row.target_cluster, row.status, _utc(row.route_stopped_at))
+    return RouteHold(row.id, row.route, row.target_cluster, row.status, utc(row.route_stopped_at))
 
 
 def release_route(session: Session, route: str, at: dt.datetime) -> list[int]:
@@ -148,7 +149,7 @@ def _to_domain(row: FailoverRunRow) -> FailoverRun:
         tuple((t, p, n) for t, p, n in json.loads(row.rpo_partitions or "[]")))
     lags = tuple(PartitionLag(*x) for x in json.loads(row.lags or "[]"))
     return FailoverRun(
-        request, row.source_cluster, row.target_cluster, row.route_group, _utc(row.triggered_at), steps, row.id,
+        request, row.source_cluster, row.target_cluster, row.route_group, utc(row.triggered_at), steps, row.id,
         row.source_reachable, tuple(_point(o) for o in offsets), commits,
         lags, rpo, _maybe(row.route_stopped_at), _maybe(row.finished_at), _maybe(row.abandoned_at),
         tuple(row.notes.splitlines()) if row.notes else (),
@@ -161,9 +162,5 @@ def _point(o: FailoverOffsetRow) -> ResumePoint:
 
 
 def _maybe(value: dt.datetime | None) -> dt.datetime | None:
-    return None if value is None else _utc(value)
+    return None if value is None else utc(value)
 
-
-def _utc(value: dt.datetime) -> dt.datetime:
-    # SQLite hands timezone-aware columns back naive; they were written in UTC.
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)

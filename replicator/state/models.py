@@ -385,3 +385,18 @@ class BackfillRunRow(Base):
     started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     error: Mapped[str | None] = mapped_column(Text)
+
+
+class TransactionCountRow(Base):
+    """How many transactions one run of a worker (one process) committed and aborted on an exactly-once route:
+    absolute counts, so a write stored twice is harmless; a route's totals are the sums of its rows."""
+
+    __tablename__ = "mf_transaction_count"
+
+    run_key: Mapped[str] = mapped_column(String(64), unique=True)  # the worker process's run
+    route: Mapped[str] = mapped_column(String(200), index=True)
+    worker: Mapped[str] = mapped_column(String(200))
+    committed: Mapped[int] = mapped_column(BigInteger)
+    aborted: Mapped[int] = mapped_column(BigInteger)
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable, Sequence
 
 from sqlalchemy import func, select
@@ -13,6 +12,7 @@ from replicator.domain.route_topic import AddedBy, DesiredState, RouteTopic, Top
 from replicator.domain.sync_run import Outcome, SyncChange, SyncRun
 from replicator.errors import ConfigError
 from replicator.state.models import DataLossRow, RouteRow, RouteTopicRow, SyncChangeRow, SyncRunRow
+from replicator.state.times import utc
 
 
 def _policy_name(route: RouteConfig) -> str:
@@ -176,17 +176,13 @@ def sync_runs(session: Session, route: str, step: str | None = None, limit: int 
     return [_sync_run(row) for row in rows]
 
 
-def _utc(value: dt.datetime) -> dt.datetime:
-    # SQLite hands timezone-aware columns back naive; they were written in UTC.
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-
 
 def _sync_run(row: SyncRunRow) -> SyncRun:
     return SyncRun(
         route=row.route,
         step=row.step,
-        started_at=_utc(row.started_at),
-        finished_at=_utc(row.finished_at),
+        started_at=utc(row.started_at),
+        finished_at=utc(row.finished_at),
         changes=tuple(SyncChange(c.kind, c.resource, c.detail, Outcome(c.outcome), c.error) for c in row.changes),
         notes=tuple(row.notes.splitlines()) if row.notes else (),
     )

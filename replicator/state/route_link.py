@@ -24,11 +24,12 @@ from sqlalchemy.orm import Session
 from replicator.config import RouteConfig
 from replicator.domain.route_topic import AddedBy, DesiredState, RouteTopic, TopicStatus
 from replicator.errors import ConfigError, StateStoreError
-from replicator.state import repository
+from replicator.state import repository, transaction_counts
 from replicator.state.outage import RETRY_SECONDS, Outage
 
 if TYPE_CHECKING:
     from replicator.state.store import StateStore
+    from replicator.state.transaction_counts import RunCounts, TransactionTotals
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -39,6 +40,7 @@ _UNANSWERED = (StateStoreError, SQLAlchemyError)
 class _Write:
     what: str  # for the log, should the worker stop before the DB answers
     work: Callable[[Session], object]
+    latest: str | None = None  # a write of what stands now: one kept under the same name is replaced by it
 
 
 class StateLink:
@@ -98,6 +100,15 @@ class StateLink:
                            lambda session: repository.record_data_loss(session, self.route.name, topic, partition,
                                                                        lost)))
 
+    def transaction_totals(self) -> TransactionTotals | None:
+        """The route's transactions committed and aborted, every worker run summed (None: the DB is away)."""
+        return self._read(lambda session: transaction_counts.totals(session, self.route.name))
+
+    def transactions(self, counts: RunCounts) -> None:
+        """Store this worker process's transactions committed and aborted as they stand."""
+        self._write(_Write(f"transactions committed={counts.committed} aborted={counts.aborted}",
+                           lambda session: transaction_counts.save_counts(session, counts), latest="transactions"))
+
     def close(self) -> None:
         """Ask the DB once more for the writes still kept; log, as an error, those that never reached it."""
         with self._lock:
@@ -134,6 +145,8 @@ class StateLink:
     def _write_now(self, write: _Write) -> None:
         if self._store is None:
             return
+        if write.latest is not None:
+            self._kept = deque(w for w in self._kept if w.latest != write.latest)
         self._kept.append(write)
         if self._flush():
             self._outage.answered()

@@ -49,6 +49,7 @@ class Coordinator:
         self.epochs: dict[str, int] = {}
         self.open: dict[str, FakeTransaction] = {}  # by transactional id (at most one each)
         self.aborted: set[int] = set()  # numbers of aborted transactions: their records are never visible
+        self.committed = 0  # how many transactions committed
         self._numbers = itertools.count(1)
 
     def init(self, transactional_id: str) -> int:
@@ -84,6 +85,7 @@ class Coordinator:
             if commit:
                 for group_id, offsets in txn.offsets.items():
                     self.cluster.group(group_id).committed.update(offsets)
+                self.committed += 1
             else:
                 self.aborted.add(txn.number)
             txn.state = "committed" if commit else "aborted"

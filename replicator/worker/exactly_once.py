@@ -25,6 +25,7 @@ partition and where its position is kept (docs/exactly-once.md has the reasoning
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import threading
 import time
@@ -37,6 +38,7 @@ from replicator.domain.commit_metadata import encode_note
 from replicator.domain.positions import SourcePosition, encode_positions
 from replicator.errors import ConfigError
 from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, producer_settings
+from replicator.state.transaction_counts import RunCounts
 from replicator.worker import metrics
 from replicator.worker.bounded import Hung, bounded
 from replicator.worker.callbacks import shielded
@@ -61,6 +63,7 @@ FENCINGS_ALLOWED = 5  # producers replaced this often within FENCING_WINDOW_S: a
 FENCING_WINDOW_S = 60.0
 INIT_TIMEOUT_S = 30.0  # init_transactions: finds the coordinator, fences an earlier producer of the same id
 REINIT_TIMEOUT_S = 5.0  # a replacement's start, tried again each turn while the target does not answer
+COUNTS_EVERY_S = 10.0  # this run's transaction counts are stored in the state DB this often, and at the stop
 COMMIT_TIMEOUT_S = 5.0  # send_offsets_to_transaction, commit_transaction, abort_transaction: a timeout is retried
 #   at the next turn (the loop must go on serving the member and the source meanwhile)
 
@@ -86,6 +89,9 @@ class ExactlyOnceWorker(TargetMember):
         self._fencings: list[float] = []  # when producers were replaced for that
         self._moved: dict[TP, int] = {}  # source partition -> position, acknowledged in the transaction committing
         self._committing: dict[TP, tuple[int, str]] | None = None  # the positions of a commit under way
+        self._counts = {"committed": 0, "aborted": 0}  # this run's transactions, stored for `mirrorflow status`
+        self._run_key, self._started = uuid.uuid4().hex, dt.datetime.now(dt.UTC)
+        self._counts_at = 0.0  # when they are stored next
 
     # -- clients -------------------------------------------------------------------
 
@@ -179,6 +185,19 @@ class ExactlyOnceWorker(TargetMember):
         if self._lost_producer is None and self._due() and self.failure is None and not len(self.producer) \
                 and not self.inflight.syncs:
             self._commit_transaction()
+        if time.monotonic() >= self._counts_at:
+            self._store_counts()
+
+    def _count(self, outcome: str) -> None:
+        """A transaction committed or aborted: on /metrics at once, in the state DB within COUNTS_EVERY_S."""
+        metrics.TRANSACTIONS.labels(self.route.name, outcome).inc()
+        self._counts[outcome] += 1
+
+    def _store_counts(self) -> None:
+        self._counts_at = time.monotonic() + COUNTS_EVERY_S
+        self.subscription.state.transactions(RunCounts(
+            self._run_key, self.route.name, self.identity, self._counts["committed"], self._counts["aborted"],
+            self._started, dt.datetime.now(dt.UTC)))
 
     def _commit_now(self, keys: set[TP] | None = None) -> None:
         """Commit the open transaction now (a hand-over, a stop): what is in flight first. What cannot commit
@@ -221,7 +240,7 @@ class ExactlyOnceWorker(TargetMember):
             self._producer_hung(str(exc))
             return
         self._open, self._committing = False, None
-        metrics.TRANSACTIONS.labels(self.route.name, "committed").inc()
+        self._count("committed")
         self._copy_to_source_group()
 
     def _positions(self) -> dict[TP, tuple[int, str]]:
@@ -381,7 +400,7 @@ class ExactlyOnceWorker(TargetMember):
             except Hung as exc:
                 self._producer_hung(str(exc))
             self._open, self._committing = False, None
-            metrics.TRANSACTIONS.labels(self.route.name, "aborted").inc()
+            self._count("aborted")
             self._drop_reports()
 
     def _back_to_committed(self, keys: set[TP]) -> None:
@@ -425,10 +444,13 @@ class ExactlyOnceWorker(TargetMember):
         self.inflight.abandon()
         if self._open:
             self._open, self._committing = False, None
-            metrics.TRANSACTIONS.labels(self.route.name, "aborted").inc()
+            self._count("aborted")
         return keys
 
     # -- stopping ------------------------------------------------------------------------
+
+    def _last_reports(self) -> None:
+        self._store_counts()
 
     def _shutdown(self) -> None:
         """Leave the positions group first (its revocation commits what is open, while the source consumer is

@@ -508,6 +508,10 @@ class RouteWorker(GroupMember):
         ok = error is None or error.code() == KafkaError._NO_OFFSET
         metrics.COMMITS.labels(self.route.name, "ok" if ok else "failed").inc()
 
+    def _last_reports(self) -> None:
+        """What the worker stores in the state DB as it stops (the link then tries once more to store what it
+        kept): nothing more for an at-least-once worker."""
+
     def _shutdown(self) -> None:
         if self._consumer is None:
             return
@@ -525,6 +529,7 @@ class RouteWorker(GroupMember):
                 log.warning("consumer close failed route=%s error=%s", self.route.name, exc)
             if self.dead_letters is not None:
                 self.dead_letters.close()
+            self._last_reports()
             self.subscription.state.close()  # lost ranges kept while the state DB was away
             log.info("route stopped route=%s", self.route.name)
 

@@ -6,8 +6,12 @@ These tests kill and freeze workers, so they run on a pair of their own.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -80,6 +84,21 @@ def test_a_kill_mid_transaction_leaves_no_visible_duplicate(pair, route, unique_
     produce(source.spec.bootstrap_servers, unique_name, more)
     _exactly_once(pair, unique_name, records + more)
     _clean(successor)
+    status = _mirrorflow("status", "--config", str(route), "--json")  # what an operator sees of it
+    assert status.returncode == 0, status.stderr
+    rows = json.loads(status.stdout)
+    assert {(r["guarantee"], r["lag"]) for r in rows} == {("exactly-once", 0)}
+    assert {r["transactions_committed"] for r in rows} == {rows[0]["transactions_committed"]}
+    assert rows[0]["transactions_committed"] >= 1 and rows[0]["transactions_aborted"] >= 0
+    table = _mirrorflow("status", "--config", str(route))
+    assert "transactions committed" in table.stdout
+    assert re.search(rf"^once\s+{rows[0]['transactions_committed']}\s+{rows[0]['transactions_aborted']}\s",
+                     table.stdout, re.MULTILINE), table.stdout
+
+
+def _mirrorflow(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).parent / "mirrorflow"
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=60)
 
 
 def test_a_frozen_worker_is_fenced_when_it_wakes(pair, route, unique_name, tmp_path, workers) -> None:  # type: ignore[no-untyped-def]
@@ -113,9 +132,6 @@ def test_a_frozen_worker_is_fenced_when_it_wakes(pair, route, unique_name, tmp_p
 def test_a_target_that_cannot_run_transactions_is_refused_at_start(pair, unique_name, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Bad input: a target whose transaction state log needs 3 replicas on 1 broker exits 2 at once, naming
     the cluster and the setting (rather than a worker waiting for a coordinator that never comes)."""
-    import subprocess
-    import sys
-
     from replicator.dev.localcluster import LocalClusterSpec
 
     source, _ = pair
@@ -163,9 +179,6 @@ def test_a_route_refuses_to_start_with_one_guarantee_while_workers_run_the_other
                                                                                 workers) -> None:
     """Bad input: an exactly-once worker started while an at-least-once worker of the same route runs (they
     are in different groups: both would copy every record) exits 2 naming the group and the cluster."""
-    import subprocess
-    import sys
-
     source, target = pair
     create_topics(source.spec.bootstrap_servers, {unique_name: PARTITIONS})
     routes = {g: write_config(tmp_path / f"{g}.yaml", source.spec.bootstrap_servers, target.spec.bootstrap_servers, [
@@ -174,8 +187,7 @@ def test_a_route_refuses_to_start_with_one_guarantee_while_workers_run_the_other
     running = Worker(routes["at-least-once"], log_dir=tmp_path)
     workers.append(running)
     wait_until(lambda: "placed" in running.output(), 60, "the at-least-once worker copying")
-    refused = subprocess.run([str(Path(sys.executable).parent / "mirrorflow"), "run", "--config",
-                              str(routes["exactly-once"])], capture_output=True, text=True, timeout=120)
+    refused = _mirrorflow("run", "--config", str(routes["exactly-once"]))
     assert refused.returncode == 2, refused.stderr[-2000:]
     assert "1 worker(s) of this route run at-least-once (members of group 'mirrorflow-mixed' on 'primary')" \
         in refused.stderr and "Traceback" not in refused.stderr

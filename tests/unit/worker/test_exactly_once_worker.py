@@ -7,11 +7,15 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from pathlib import Path
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
 from replicator.domain.positions import SourcePosition, decode_positions
+from replicator.state.repository import register_routes
+from replicator.state.store import StateStore
+from replicator.state.transaction_counts import TransactionTotals, totals
 from replicator.testing import FakeKafka
 from replicator.testing.cluster import FakeCluster
 from replicator.testing.consumer import FakeConsumer
@@ -30,9 +34,10 @@ def produce(cluster: FakeCluster, per_partition: int, start: int = 0) -> None:
             cluster.append(TOPIC, partition, f"k{n}".encode(), f"p{partition}-{n}".encode(), [("h", b"x")], 1_000 + n)
 
 
-def eos_worker(kafka: FakeKafka, process: str, worker_id: str | None = None, **route: str) -> WorkerThread:
+def eos_worker(kafka: FakeKafka, process: str, worker_id: str | None = None, store: StateStore | None = None,
+               **route: str) -> WorkerThread:
     config = route_config(kafka, guarantee="exactly-once", transactions="{interval_ms: 50}", **route)
-    return WorkerThread(kafka, process, config, FAST, worker_id=worker_id, kind=ExactlyOnceWorker)
+    return WorkerThread(kafka, process, config, FAST, worker_id=worker_id, kind=ExactlyOnceWorker, store=store)
 
 
 def read_committed(kafka: FakeKafka, partitions: int = PARTITIONS) -> dict[int, list[FakeMessage]]:
@@ -121,9 +126,11 @@ def test_a_full_producer_queue_inside_a_transaction_loses_and_repeats_nothing(ka
     assert all(len(kafka["target"].records(REPLICA, p)) == 500 for p in range(PARTITIONS))  # nothing aborted
 
 
-def test_a_failed_delivery_aborts_and_copies_again_from_the_last_commit(kafka: FakeKafka) -> None:
+def test_a_failed_delivery_aborts_and_copies_again_from_the_last_commit(kafka: FakeKafka, tmp_path: Path) -> None:
     produce(kafka["source"], 50)
-    worker = eos_worker(kafka, "a")
+    store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    store.run(lambda session: register_routes(session, route_config(kafka).routes))
+    worker = eos_worker(kafka, "a", store=store)
     wait_until(lambda: all_visible(kafka, 50) and positions_at(kafka, 50), what="the first copy", alive=(worker,))
     kafka["target"].deliveries_per_poll = 0  # what is produced now waits in the queue, in the open transaction
     produce(kafka["source"], 50, start=50)
@@ -139,6 +146,10 @@ def test_a_failed_delivery_aborts_and_copies_again_from_the_last_commit(kafka: F
     assert worker.finish() is None
     assert_exactly_once(kafka)
     assert len(kafka["target"].records(REPLICA, 0)) > 100, "nothing was written before the abort: this proves nothing"
+    coordinator = kafka["target"].transactions  # what `mirrorflow status` shows, as the worker stored it
+    assert store.run(lambda session: totals(session, "r")) == TransactionTotals(
+        coordinator.committed, len(coordinator.aborted), worker.worker._started)
+    store.close()
 
 
 def test_a_zombie_cannot_commit_its_open_transaction(kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
