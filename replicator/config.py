@@ -323,15 +323,12 @@ class Config(_Frozen):
 
 
 def _guarantee_problems(route: RouteConfig) -> list[str]:
-    """Settings an exactly-once route cannot honour yet, or an at-least-once route would ignore."""
+    """Settings an at-least-once route would ignore."""
     if route.guarantee == "at-least-once":
         if "transactions" in route.model_fields_set:
             return ["transactions: only an exactly-once route has transactions (guarantee: exactly-once); "
                     "remove it"]
         return []
-    if route.on_refused_record == "dead-letter":
-        return ["on_refused_record: dead-letter is not available with guarantee exactly-once yet (the dead-letter "
-                "topic would be written outside the route's transactions); use fail"]
     return []
 
 

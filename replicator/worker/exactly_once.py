@@ -42,6 +42,7 @@ from replicator.state.transaction_counts import RunCounts
 from replicator.worker import metrics
 from replicator.worker.bounded import Hung, bounded
 from replicator.worker.callbacks import shielded
+from replicator.worker.dead_letter import REQUEST_LIMIT, TOPIC_LIMIT, DeadLetterWriter
 from replicator.worker.records import TP
 from replicator.worker.route_worker import RouteFailed, WorkerTimeouts
 from replicator.worker.stall import discard
@@ -92,6 +93,10 @@ class ExactlyOnceWorker(TargetMember):
         self._counts = {"committed": 0, "aborted": 0}  # this run's transactions, stored for `mirrorflow status`
         self._run_key, self._started = uuid.uuid4().hex, dt.datetime.now(dt.UTC)
         self._counts_at = 0.0  # when they are stored next
+        if self.dead_letters is not None:  # set aside inside the transaction, by its producer
+            self.dead_letters = DeadLetterWriter(config, route, clients, through=lambda: self.producer,
+                                                 value_limit=int(self._producer_settings()["message.max.bytes"])
+                                                 - (REQUEST_LIMIT - TOPIC_LIMIT))
 
     # -- clients -------------------------------------------------------------------
 

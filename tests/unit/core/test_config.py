@@ -164,8 +164,6 @@ def test_an_exactly_once_route_takes_its_transaction_settings() -> None:
 
 @pytest.mark.parametrize(("fields", "named"), [
     ("transactions: {interval_ms: 250}", "routes[0].transactions: only an exactly-once route has transactions"),
-    ("guarantee: exactly-once, on_refused_record: dead-letter",
-     "routes[0].on_refused_record: dead-letter is not available with guarantee exactly-once"),
     ("guarantee: exactly-once, transactions: {interval_ms: 0}", "routes[0].transactions.interval_ms"),
     ("guarantee: exactly-twice", "routes[0].guarantee"),
     ("producer: {transactional.id: mine}", "routes[0].producer.transactional.id: set by MirrorFlow"),

@@ -303,3 +303,43 @@ def test_a_target_partition_given_before_the_worker_sees_its_source_partition_is
     assert_exactly_once(kafka)
     assert [m.value() for m in read_committed(kafka, PARTITIONS + 1)[PARTITIONS]] == \
         [r.value for r in kafka["source"].records(TOPIC, PARTITIONS)]
+
+
+def test_a_record_too_large_for_the_target_is_set_aside_inside_the_transaction(kafka: FakeKafka) -> None:
+    """on_refused_record: dead-letter on an exactly-once route: the record goes to the dead-letter topic through
+    the transactional producer, so it shows when its transaction commits (not before), once; the copy of
+    the rest stays exactly-once, and a worker started again writes no second copy of it."""
+    dead = "mirrorflow-dead-letter.r.internal"
+    kafka["target"].create_topic(REPLICA, PARTITIONS, {"max.message.bytes": "1000"})
+    values = [b"x" * (2000 if n == 4 else 10) + str(n).encode() for n in range(10)]
+    for value in values:
+        kafka["source"].append(TOPIC, 0, b"k", value, [("h", b"x")], 1_000)
+    held = threading.Event()
+    kafka["target"].gates["commit_transaction"] = held
+    worker = eos_worker(kafka, "a", on_refused_record="dead-letter")
+    wait_until(lambda: dead in kafka["target"].topics and len(kafka["target"].records(dead, 0)) == 1,
+               what="the record written aside", alive=(worker,))
+    assert read_topic(kafka, dead) == []  # written in the open transaction, not yet committed
+    held.set()
+    wait_until(lambda: len(read_committed(kafka)[0]) == 9 and len(read_topic(kafka, dead)) == 1,
+               what="nine records copied, one set aside", alive=(worker,))
+    assert worker.finish() is None
+    produce(kafka["source"], 5)  # records after it, and a worker started again
+    again = eos_worker(kafka, "b", on_refused_record="dead-letter")
+    wait_until(lambda: visible(kafka) == {0: 14, 1: 5, 2: 5, 3: 5}, what="the copy after a restart",
+               alive=(again,))
+    assert again.finish() is None
+    assert [m.value() for m in read_committed(kafka)[0][:9]] == values[:4] + values[5:]
+    [aside] = read_topic(kafka, dead)
+    assert aside.value() == values[4] and aside.key() == b"k"
+    assert dict(aside.headers() or [])["h"] == b"x"
+
+
+def read_topic(kafka: FakeKafka, topic: str) -> list[FakeMessage]:
+    """Partition 0 of ``topic`` on the target, as a read_committed consumer sees it now."""
+    reader = FakeConsumer({"group.id": "reader", "isolation.level": "read_committed"}, kafka["target"])
+    reader.incremental_assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    got: list[FakeMessage] = []
+    while batch := reader.consume(1_000, 0):
+        got += batch
+    return got
