@@ -54,9 +54,10 @@ ROUTES = {  # route -> (topic, partitions, groups the route checkpoints)
     "res": ("f-res", 2, ["res-app"]),  # failed over planned, then failed back (resync)
     "ident": ("f-ident", 2, ["ident-app"]),  # policy identity: failed over planned, failed back (incremental)
     "eos": ("f-eos", 2, ["eos-app"]),  # exactly-once: failed over planned
+    "eosb": ("f-eosb", 2, ["eosb-app"]),  # exactly-once: failed over planned, then failed back (incremental)
 }
 POLICIES = {"ident": "identity"}
-GUARANTEES = {"eos": "exactly-once"}
+GUARANTEES = {"eos": "exactly-once", "eosb": "exactly-once"}
 
 
 @dataclass
@@ -575,3 +576,57 @@ def test_incremental_failback_of_an_identity_route_skips_what_came_from_primary_
     resumed = resume_on_target(pair.p, "ident-app", topic, partitions)
     assert resumed[0] == [_stamped(r) for r in after[0][2:]]
     assert resumed[1] == before[1][6 + 3:] + stragglers[1] + [_stamped(r) for r in after[1]]
+
+
+def test_incremental_failback_of_an_exactly_once_route_then_its_copy_repeat_nothing(pair: Pair) -> None:
+    """An exactly-once route failed over (planned) and back (incremental): the group resumes on primary right
+    after the last record it read on backup; the route, run again, copies what primary got meanwhile once each
+    (as read_committed readers of the replica see it) and nothing that came back from backup."""
+    from tests.kafka_io import read_committed
+    from tests.records import by_partition, make_records
+
+    topic, partitions, _ = ROUTES["eosb"]
+    replica = f"primary.{topic}"
+    pair.up()
+    write_batch(pair.p, topic, partitions, "one")
+    before = _records(read_source(pair.p, topic, partitions))
+    consume_part(pair.p, "eosb-app", topic, {0: 4, 1: 6})
+    _copy(pair, "eosb", read_source(pair.p, topic, partitions))
+    over = _failover(pair, "--route", "eosb", "--drain-timeout", "30")
+    assert over.returncode == 0, over.stderr
+
+    after = by_partition(make_records(partitions, 5, "eosb-after"), partitions)
+    create_topics(pair.b, {topic: partitions})  # the applications write to a topic of the original name
+    produce(pair.b, topic, [r for p in range(partitions) for r in after[p]])
+    _read_on(pair.b, "eosb-app", replica, {0: len(before[0]) - 4, 1: 2})  # partition 0: to the replica's end
+    consume_part(pair.b, "eosb-app", topic, {0: 3})
+    stragglers = by_partition(make_records(partitions, 2, "eosb-late"), partitions)
+    produce(pair.p, topic, [r for p in range(partitions) for r in stragglers[p]])  # never copied before
+
+    done = _failback(pair, "--route", "eosb", "--json")
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)
+    assert run["status"] == "done" and run["copied"] == sum(map(len, after.values()))
+    assert run["unreplicated_records"] == 2 * partitions
+    assert {(c["point"]["partition"], c["point"]["basis"], c["outcome"]) for c in run["commits"]} == {
+        (0, "exact", "written"), (1, "exact", "written")}
+    now = _records(read_source(pair.p, topic, partitions))
+    for p in range(partitions):
+        assert now[p] == before[p] + stragglers[p] + [_stamped(r) for r in after[p]], f"partition {p}"
+    resumed = resume_on_target(pair.p, "eosb-app", topic, partitions)
+    assert resumed[0] == [_stamped(r) for r in after[0][3:]]
+    assert resumed[1] == before[1][6 + 2:] + stragglers[1] + [_stamped(r) for r in after[1]]
+
+    worker = Worker(pair.config, "eosb", log_dir=pair.home)
+    try:
+        wanted = {p: before[p] + stragglers[p] for p in range(partitions)}
+        wait_until(lambda: {p: len(r) for p, r in read_committed(pair.b, replica, partitions).items()}
+                   == {p: len(r) for p, r in wanted.items()}, 60, "the stragglers on backup")
+        on_primary = read_source(pair.p, topic, partitions)
+        last = {p: max(o for o, rec in on_primary[p] if rec in stragglers[p]) + 1 for p in range(partitions)}
+        wait_until(lambda: committed(pair.p, "mirrorflow-eosb", topic, partitions) == last, 30,
+                   "route eosb to commit the stragglers")  # the records from backup after them are skipped
+    finally:
+        assert worker.terminate()[0] == 0
+    assert "Traceback" not in worker.output()
+    assert read_committed(pair.b, replica, partitions) == wanted  # once each, in order, nothing from backup
