@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))  # the bench's scripts import by file name
 
-from exactly_once import parse_args, table
+from exactly_once import parse_args, peers, table
 
 
 def _copy(rate: float) -> dict[str, float]:
@@ -24,7 +24,7 @@ def test_the_table_compares_the_guarantees_and_the_peers() -> None:
         {"label": "MirrorMaker 2 exactly-once", "error": "MM2 copy stalled"}]}]}
     text = table(report)
     assert "exactly-once / at-least-once 0.90x; MirrorFlow / MM2, both exactly-once -" in text
-    assert "MirrorMaker 2 exactly-once    FAILED: MM2 copy stalled" in text
+    assert "MirrorMaker 2 exactly-once          FAILED: MM2 copy stalled" in text
     assert "36,000" in text.splitlines()[4] and "70" in text.splitlines()[4]
 
 
@@ -34,3 +34,16 @@ def test_quick_runs_shorter_and_bad_sizes_are_refused(capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit):
         parse_args(["--sizes", "100,big"])
     assert "--sizes: comma-separated integers" in capsys.readouterr().err
+
+
+def test_more_intervals_add_exactly_once_runs_and_bad_ones_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    args = parse_args(["--intervals", "20, 5"])
+    assert args.intervals == [20, 5]
+    assert [(label, alias) for label, alias, _ in peers(args.intervals)] == [
+        ("MirrorFlow at-least-once", "alo"), ("MirrorFlow exactly-once", "eos"),
+        ("MirrorFlow exactly-once, 20 ms", "eos20"), ("MirrorFlow exactly-once, 5 ms", "eos5"),
+        ("MirrorMaker 2 exactly-once", "source")]
+    for bad in ("fast", "0"):
+        with pytest.raises(SystemExit):
+            parse_args(["--intervals", bad])
+    assert "--intervals:" in capsys.readouterr().err
