@@ -82,6 +82,8 @@ class FakeCluster:
         # partition", or _DESTROY when the topic was deleted and its queued records purged)
         self.hidden_partitions: set[tuple[str, int]] = set()
         self.hidden_error = KafkaError._UNKNOWN_PARTITION
+        # The brokers' offset.metadata.max.bytes: a committed offset's metadata longer than this is refused.
+        self.offset_metadata_max_bytes = 4096
         # Requests to time out before answering again, by name ("committed", "list_topics", ...).
         self.failures: dict[str, int] = {}
         # Requests held until their gate opens, by name (a broker slow to answer: the metadata of thousands of

@@ -77,7 +77,8 @@ class FakeTransactionalProducer(FakeProducer):
 
     def send_offsets_to_transaction(self, positions: list[TopicPartition], group_metadata: FakeGroupMetadata,
                                     timeout: float = -1) -> None:
-        """Add a group's offsets to the open transaction; refused (abortable) for a member no longer live."""
+        """Add a group's offsets to the open transaction; refused (abortable) for a member no longer live, or for
+        metadata longer than the brokers take."""
         txn = self._current("send_offsets_to_transaction")
         group = self.cluster.group(group_metadata.group_id)
         if group_metadata.member_id is None:
@@ -87,6 +88,9 @@ class FakeTransactionalProducer(FakeProducer):
             epoch = group.live_epoch(group_metadata.member_id)
             live = epoch == group_metadata.epoch
             code = KafkaError.UNKNOWN_MEMBER_ID if epoch is None else KafkaError.ILLEGAL_GENERATION
+        if live and any(len((tp.metadata or "").encode()) > self.cluster.offset_metadata_max_bytes
+                        for tp in positions):
+            live, code = False, KafkaError.OFFSET_METADATA_TOO_LARGE  # the broker refuses it per partition
         if not live:
             self.abortable = KafkaError(code, f"Failed to commit offsets to transaction: {KafkaError(code).str()}",
                                         txn_requires_abort=True)

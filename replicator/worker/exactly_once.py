@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from replicator.domain.commit_metadata import encode_note
-from replicator.domain.positions import SourcePosition, encode_positions
+from replicator.domain.naming import positions_group_id
+from replicator.domain.positions import SourcePosition, decode_positions, encode_positions
 from replicator.errors import ConfigError
 from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, producer_settings
 from replicator.state.transaction_counts import RunCounts
@@ -290,7 +291,28 @@ class ExactlyOnceWorker(TargetMember):
             self._producer_lost(error)
             self._replace_producer()
             return
+        refusal = self._refused_for_good(error)
         self._abort(f"the target refused the transaction's commit: {error.name()}")
+        if refusal is not None:  # every later transaction would be refused the same way: copied and aborted
+            self.failure = self.failure or refusal
+            log.error("route stops route=%s reason=%r", self.route.name, refusal)
+
+    def _refused_for_good(self, error: KafkaError) -> str | None:
+        """Why no transaction of this route can commit until something is changed, for a commit refusal that
+        says so; None for one that may pass next time."""
+        where = f"target cluster {self.route.target!r}"
+        if error.code() == KafkaError.OFFSET_METADATA_TOO_LARGE:
+            notes = [note for _offset, note in (self._committing or {}).values()]
+            largest = max(notes, key=len, default="")
+            sources = len(decode_positions(largest))
+            return (f"{where} refuses the route's positions: the largest, of a target partition {sources} source "
+                    f"partition(s) are copied into, takes {len(largest.encode())} bytes, more than the brokers' "
+                    f"offset.metadata.max.bytes (4096 by default; about 60 bytes per source partition): raise it "
+                    f"on the brokers, or split the route so fewer source partitions share a target partition")
+        if error.code() in (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED):
+            return (f"{where} refuses the route's positions ({error.name()}): grant READ on group "
+                    f"{positions_group_id(self.route)!r} and on the route's target topics to the route's principal")
+        return None
 
     def _producer_hung(self, what: str) -> None:
         """A transactional call never returned (librdkafka, see ``bounded``): the producer is replaced."""

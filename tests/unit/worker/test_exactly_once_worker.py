@@ -343,3 +343,19 @@ def read_topic(kafka: FakeKafka, topic: str) -> list[FakeMessage]:
     while batch := reader.consume(1_000, 0):
         got += batch
     return got
+
+
+def test_positions_larger_than_the_brokers_take_stop_the_route_naming_the_setting(kafka: FakeKafka) -> None:
+    """Bad input: a target partition many source partitions are copied into (a merged topic) has positions
+    longer than the brokers' offset.metadata.max.bytes. Before, each commit was refused, aborted and copied
+    again, for ever; now the route stops at the first, saying what to change, with nothing of it visible."""
+    kafka["target"].offset_metadata_max_bytes = 40
+    produce(kafka["source"], 20)
+    worker = eos_worker(kafka, "a")
+    wait_until(lambda: not worker.thread.is_alive(), what="the route to stop")
+    assert str(worker.error).startswith("route r: target cluster 'target' refuses the route's positions: the "
+                                        "largest, of a target partition 1 source partition(s) are copied into, "
+                                        "takes "), worker.error
+    assert "more than the brokers' offset.metadata.max.bytes (4096 by default" in str(worker.error)
+    assert visible(kafka) == dict.fromkeys(range(PARTITIONS), 0)
+    assert len(kafka["target"].transactions.aborted) == 1  # once, not for ever
