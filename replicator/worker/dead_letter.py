@@ -44,7 +44,12 @@ ACK_TIMEOUT_S = 30.0
 
 
 class DeadLetterError(Exception):
-    """The dead-letter topic did not take a record: the route must stop, commit nothing past it."""
+    """The dead-letter topic did not take a record: the route must stop, commit nothing past it (``error``:
+    the producer's, when it raised one)."""
+
+    def __init__(self, message: str, error: KafkaError | None = None) -> None:
+        super().__init__(message)
+        self.error = error
 
 
 class DeadLetterWriter:
@@ -106,7 +111,7 @@ class DeadLetterWriter:
                 producer.poll(0.1)
         except KafkaException as exc:
             raise DeadLetterError(f"dead-letter topic {self.topic} did not take the record of {where}: "
-                                  f"{exc.args[0].str()}") from None
+                                  f"{exc.args[0].str()}", exc.args[0]) from None
         if not outcome:
             raise DeadLetterError(f"dead-letter topic {self.topic} did not acknowledge the record of {where} "
                                   f"in {ACK_TIMEOUT_S:.0f} s")

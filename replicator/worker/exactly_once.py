@@ -43,7 +43,7 @@ from replicator.state.transaction_counts import RunCounts
 from replicator.worker import metrics
 from replicator.worker.bounded import Hung, bounded
 from replicator.worker.callbacks import shielded
-from replicator.worker.dead_letter import REQUEST_LIMIT, TOPIC_LIMIT, DeadLetterWriter
+from replicator.worker.dead_letter import REQUEST_LIMIT, TOPIC_LIMIT, DeadLetterError, DeadLetterWriter
 from replicator.worker.records import TP
 from replicator.worker.route_worker import RouteFailed, WorkerTimeouts
 from replicator.worker.stall import discard
@@ -380,6 +380,15 @@ class ExactlyOnceWorker(TargetMember):
             self._producer_lost(error)  # the loop replaces the producer; the syncs go with the copy again
         else:
             super()._sync_not_produced(error)
+
+    def _not_set_aside(self, message: Message, failure: DeadLetterError) -> None:
+        """A producer fenced while it set the record aside is replaced, and the copy goes back to the last
+        commit (this record with it); anything else stops the route."""
+        error = failure.error
+        if error is not None and (error.fatal() or error.code() in PRODUCER_LOST):
+            self._producer_lost(error)
+            return
+        super()._not_set_aside(message, failure)
 
     def _not_produced(self, message: Message, target: str, partition: int, error: KafkaError) -> bool:
         if error.fatal() or error.code() in PRODUCER_LOST:

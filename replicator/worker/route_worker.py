@@ -342,8 +342,12 @@ class RouteWorker(GroupMember):
         try:
             dead_letters.write(message, limit)
         except DeadLetterError as exc:
-            self._refuse(message, str(exc))
+            self._not_set_aside(message, exc)
         return True
+
+    def _not_set_aside(self, message: Message, failure: DeadLetterError) -> None:
+        """The dead-letter topic did not take the record: the route stops at it."""
+        self._refuse(message, str(failure))
 
     def _refuse(self, message: Message, reason: str) -> None:
         """Stop the route at this record: nothing from its offset on is committed."""

@@ -359,3 +359,25 @@ def test_positions_larger_than_the_brokers_take_stop_the_route_naming_the_settin
     assert "more than the brokers' offset.metadata.max.bytes (4096 by default" in str(worker.error)
     assert visible(kafka) == dict.fromkeys(range(PARTITIONS), 0)
     assert len(kafka["target"].transactions.aborted) == 1  # once, not for ever
+
+
+def test_a_producer_fenced_while_it_sets_a_record_aside_is_replaced_and_the_record_set_aside_once(
+        kafka: FakeKafka) -> None:
+    """The dead-letter write waits for its acknowledgement on the transactional producer; fenced meanwhile (a
+    target away past the transaction timeout), it is replaced as anywhere else, not a reason to stop."""
+    dead = "mirrorflow-dead-letter.r.internal"
+    kafka["target"].create_topic(REPLICA, PARTITIONS, {"max.message.bytes": "1000"})
+    values = [b"x" * (2000 if n == 4 else 10) + str(n).encode() for n in range(10)]
+    for value in values:
+        kafka["source"].append(TOPIC, 0, b"k", value, [("h", b"x")], 1_000)
+    kafka["target"].deliveries_per_poll = 0  # nothing is acknowledged: the worker waits in the dead-letter write
+    worker = eos_worker(kafka, "a", worker_id="w1", on_refused_record="dead-letter")
+    wait_until(lambda: kafka.producers.get("a") and any(q.topic == dead for q in producer_of(kafka, "a").queue),
+               what="the record being set aside", alive=(worker,))
+    kafka["target"].transactions.init("mirrorflow-r-w1")  # the coordinator fences the producer
+    kafka["target"].deliveries_per_poll = None
+    wait_until(lambda: len(read_committed(kafka)[0]) == 9 and len(read_topic(kafka, dead)) == 1,
+               what="nine records copied, one set aside", alive=(worker,))
+    assert worker.finish() is None
+    assert [m.value() for m in read_committed(kafka)[0]] == values[:4] + values[5:]
+    assert len(kafka.producers["a"]) > 1, "the producer was not replaced: this proves nothing"
