@@ -50,6 +50,7 @@ class StateLink:
         self.route, self._store = route, store
         self._outage = Outage(route.name, store.url if store else "", retry_seconds)
         self._kept: deque[_Write] = deque()
+        self._counts: RunCounts | None = None  # transaction counts not yet kept (see ``transactions``)
         self._manual: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
         # The worker's topic refresh reads and writes from a thread of its own, the loop writes losses: one at
         # a time, so kept writes are stored once each and in order.
@@ -105,9 +106,10 @@ class StateLink:
         return self._read(lambda session: transaction_counts.totals(session, self.route.name))
 
     def transactions(self, counts: RunCounts) -> None:
-        """Store this worker process's transactions committed and aborted as they stand."""
-        self._write(_Write(f"transactions committed={counts.committed} aborted={counts.aborted}",
-                           lambda session: transaction_counts.save_counts(session, counts), latest="transactions"))
+        """This worker process's transactions committed and aborted as they stand: stored with the link's next
+        read or write (the topic refresh's, in a thread of its own, every few seconds) or at ``close``. No I/O
+        here: the copy loop calls it, and a state DB that hangs must not hold the loop."""
+        self._counts = counts  # one reference: no lock, the latest wins
 
     def close(self) -> None:
         """Ask the DB once more for the writes still kept; log, as an error, those that never reached it."""
@@ -116,6 +118,7 @@ class StateLink:
 
     def _close(self) -> None:
         self._outage.retry_now()
+        self._keep_counts()
         if self._store is not None and self._kept and not self._flush():
             log.error("state database unavailable at stop, these writes were not stored route=%s count=%d "
                       "writes=%s", self.route.name, len(self._kept), "; ".join(w.what for w in self._kept))
@@ -142,11 +145,19 @@ class StateLink:
         with self._lock:
             self._write_now(write)
 
+    def _keep_counts(self) -> None:
+        """The latest transaction counts join the kept writes, in place of older ones still kept."""
+        counts, self._counts = self._counts, None
+        if counts is None or self._store is None:
+            return
+        self._kept = deque(w for w in self._kept if w.latest != "transactions")
+        self._kept.append(_Write(f"transactions committed={counts.committed} aborted={counts.aborted}",
+                                 lambda session: transaction_counts.save_counts(session, counts),
+                                 latest="transactions"))
+
     def _write_now(self, write: _Write) -> None:
         if self._store is None:
             return
-        if write.latest is not None:
-            self._kept = deque(w for w in self._kept if w.latest != write.latest)
         self._kept.append(write)
         if self._flush():
             self._outage.answered()
@@ -155,6 +166,7 @@ class StateLink:
 
     def _flush(self) -> bool:
         """Store the kept writes, oldest first; False (they stay kept) when the DB does not answer."""
+        self._keep_counts()
         if not self._outage.may_ask():
             return False
         while self._kept:

@@ -65,7 +65,8 @@ FENCINGS_ALLOWED = 5  # producers replaced this often within FENCING_WINDOW_S: a
 FENCING_WINDOW_S = 60.0
 INIT_TIMEOUT_S = 30.0  # init_transactions: finds the coordinator, fences an earlier producer of the same id
 REINIT_TIMEOUT_S = 5.0  # a replacement's start, tried again each turn while the target does not answer
-COUNTS_EVERY_S = 10.0  # this run's transaction counts are stored in the state DB this often, and at the stop
+COUNTS_EVERY_S = 10.0  # this run's transaction counts go to the state link this often (stored by its next topic
+#   refresh, in the refresh's thread) and at the stop
 COMMIT_TIMEOUT_S = 5.0  # send_offsets_to_transaction, commit_transaction, abort_transaction: a timeout is retried
 #   at the next turn (the loop must go on serving the member and the source meanwhile)
 
@@ -195,7 +196,8 @@ class ExactlyOnceWorker(TargetMember):
             self._store_counts()
 
     def _count(self, outcome: str) -> None:
-        """A transaction committed or aborted: on /metrics at once, in the state DB within COUNTS_EVERY_S."""
+        """A transaction committed or aborted: on /metrics at once, in the state DB within COUNTS_EVERY_S and a
+        topic refresh."""
         metrics.TRANSACTIONS.labels(self.route.name, outcome).inc()
         self._counts[outcome] += 1
 

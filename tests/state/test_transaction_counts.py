@@ -42,9 +42,15 @@ def test_a_route_sums_every_run_of_every_worker_and_a_repeated_or_late_write_cou
 def test_counts_found_while_the_database_is_away_are_stored_as_they_stand_once_it_answers(
         store: StateStore) -> None:
     link = StateLink(ROUTE, store, retry_seconds=0)
+    link.transactions(counts("a1", 1, 0))
+    assert store.run(lambda session: totals(session, "r")) == TransactionTotals(0, 0, None)  # not by the loop
     with outage(store):
-        for committed in range(1, 50):
+        for committed in range(2, 50):
             link.transactions(counts("a1", committed, 0))
-        assert len(link._kept) == 1  # only the counts as they stand wait, not 49 writes
-        assert link.transaction_totals() is None  # unknown while away
-    assert link.transaction_totals() == TransactionTotals(49, 0, T0)
+            if committed % 10 == 0:
+                assert link.transaction_totals() is None  # a read (the topic refresh's) while away
+        assert len(link._kept) == 1  # only the counts as they stand wait, not a write each
+    assert link.transaction_totals() == TransactionTotals(49, 0, T0)  # the next read stores them first
+    link.transactions(counts("a1", 60, 2))
+    link.close()  # a worker that stops stores its last counts
+    assert store.run(lambda session: totals(session, "r")) == TransactionTotals(60, 2, T0)
