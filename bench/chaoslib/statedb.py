@@ -16,7 +16,7 @@ from bench.chaoslib.accounting import LossRange
 from bench.chaoslib.cluster import free_port
 from replicator.dev.localpostgres import LocalPostgres, pg_bin
 
-LOCKED_TABLES = "mf_route, mf_route_topic, mf_data_loss"
+LOCKED_TABLES = "mf_route, mf_route_topic, mf_data_loss, mf_transaction_count"  # every table a worker writes
 
 
 class StateDb:
