@@ -82,6 +82,11 @@ class FakeCluster:
         # partition", or _DESTROY when the topic was deleted and its queued records purged)
         self.hidden_partitions: set[tuple[str, int]] = set()
         self.hidden_error = KafkaError._UNKNOWN_PARTITION
+        # Producers whose commit never completes, counted down as producers begin committing: librdkafka answers
+        # the first commit_transaction "retry call to resume" and every later one "Conflicting commit_transaction
+        # API call is already in progress", both retriable, for as long as that producer lives (seen after a
+        # target restart: 6.5 minutes, until the worker's partitions moved).
+        self.stuck_commits = 0
         # The brokers' offset.metadata.max.bytes: a committed offset's metadata longer than this is refused.
         self.offset_metadata_max_bytes = 4096
         # Requests to time out before answering again, by name ("committed", "list_topics", ...).

@@ -46,6 +46,8 @@ class FakeTransactionalProducer(FakeProducer):
     def __init__(self, settings: dict[str, Any], cluster: FakeCluster, process: FakeProcess | None = None) -> None:
         super().__init__(settings, cluster, process)
         self.transactional_id = str(settings["transactional.id"])
+        self._stuck: bool | None = None  # this producer's commits never complete (decided at its first commit)
+        self._stuck_calls = 0
         self.error_cb = settings.get("error_cb")
         self.epoch: int | None = None  # set by init_transactions
         self.transaction: FakeTransaction | None = None  # the open one
@@ -100,11 +102,22 @@ class FakeTransactionalProducer(FakeProducer):
                 {(tp.topic, tp.partition): (tp.offset, tp.metadata) for tp in positions})
 
     def commit_transaction(self, timeout: float = -1) -> None:
-        """Flush (reports served here), then commit: records and offsets visible together."""
+        """Flush (reports served here), then commit: records and offsets visible together (see the cluster's
+        ``stuck_commits`` for a commit that never completes)."""
         self.process.checkpoint()
         self._raise_fatal()
         if self.transaction is None:
             raise KafkaException(_state("commit_transaction"))
+        if self._stuck is None:
+            with self.cluster.lock:
+                self._stuck = self.cluster.stuck_commits > 0
+                self.cluster.stuck_commits -= self._stuck
+        if self._stuck:
+            first, self._stuck_calls = self._stuck_calls == 0, self._stuck_calls + 1
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Timed out waiting for operation to finish, "
+                                            "retry call to resume", retriable=True) if first else
+                                 KafkaError(KafkaError._CONFLICT, "Conflicting commit_transaction API call is "
+                                            "already in progress", retriable=True))
         left = self.flush(timeout)
         if left:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"Failed to flush {left} outstanding "

@@ -67,6 +67,9 @@ INIT_TIMEOUT_S = 30.0  # init_transactions: finds the coordinator, fences an ear
 REINIT_TIMEOUT_S = 5.0  # a replacement's start, tried again each turn while the target does not answer
 COUNTS_EVERY_S = 10.0  # this run's transaction counts go to the state link this often (stored by its next topic
 #   refresh, in the refresh's thread) and at the stop
+COMMIT_GIVE_UP_S = 15.0  # a commit retried this long is given up: the producer is replaced (librdkafka answered
+#   "Conflicting commit_transaction API call is already in progress" for minutes after a target restart)
+COMMIT_RETRY_S = 0.1  # between tries of a commit that answered "retry"
 COMMIT_TIMEOUT_S = 5.0  # send_offsets_to_transaction, commit_transaction, abort_transaction: a timeout is retried
 #   at the next turn (the loop must go on serving the member and the source meanwhile)
 
@@ -92,6 +95,8 @@ class ExactlyOnceWorker(TargetMember):
         self._fencings: list[float] = []  # when producers were replaced for that
         self._moved: dict[TP, int] = {}  # source partition -> position, acknowledged in the transaction committing
         self._committing: dict[TP, tuple[int, str]] | None = None  # the positions of a commit under way
+        self._retrying_since: float | None = None  # the commit under way answered "retry" first then
+        self._retry_at = 0.0  # ... and is tried again from then on
         self._counts = {"committed": 0, "aborted": 0}  # this run's transactions, stored for `mirrorflow status`
         self._run_key, self._started = uuid.uuid4().hex, dt.datetime.now(dt.UTC)
         self._counts_at = 0.0  # when they are stored next
@@ -182,6 +187,7 @@ class ExactlyOnceWorker(TargetMember):
             self._producer_lost(exc.args[0])
             return False
         self._open, self._opened_at, self._records = True, time.monotonic(), 0
+        self._retrying_since, self._retry_at = None, 0.0
         return True
 
     def _due(self) -> bool:
@@ -190,7 +196,7 @@ class ExactlyOnceWorker(TargetMember):
     def _store_offsets(self) -> None:
         """Each turn: commit the open transaction once it is due and nothing is in flight."""
         if self._lost_producer is None and self._due() and self.failure is None and not len(self.producer) \
-                and not self.inflight.syncs:
+                and not self.inflight.syncs and time.monotonic() >= self._retry_at:
             self._commit_transaction()
         if time.monotonic() >= self._counts_at:
             self._store_counts()
@@ -247,7 +253,7 @@ class ExactlyOnceWorker(TargetMember):
         except Hung as exc:
             self._producer_hung(str(exc))
             return
-        self._open, self._committing = False, None
+        self._open, self._committing, self._retrying_since = False, None, None
         self._count("committed")
         self._copy_to_source_group()
 
@@ -287,8 +293,17 @@ class ExactlyOnceWorker(TargetMember):
 
     def _transaction_failed(self, error: KafkaError) -> None:
         if error.retriable() and not error.txn_requires_abort() and not error.fatal():
-            log.info("transaction commit retried route=%s error=%s", self.route.name, error.str())
-            return  # still open and due: the next turn tries again
+            now = time.monotonic()
+            self._retry_at = now + COMMIT_RETRY_S  # still open and due: tried again shortly
+            if self._retrying_since is None:
+                self._retrying_since = now
+                log.info("transaction commit retried (said once per transaction) route=%s error=%s",
+                         self.route.name, error.str())
+            elif now - self._retrying_since >= COMMIT_GIVE_UP_S:  # librdkafka will not complete it: start over
+                self._retrying_since = None
+                self._lost_producer = (f"the commit did not complete in {COMMIT_GIVE_UP_S:g} s "
+                                       f"({error.name()}: {error.str()})")
+            return
         if error.fatal() or error.code() in PRODUCER_LOST:
             self._producer_lost(error)
             self._replace_producer()

@@ -381,3 +381,23 @@ def test_a_producer_fenced_while_it_sets_a_record_aside_is_replaced_and_the_reco
     assert worker.finish() is None
     assert [m.value() for m in read_committed(kafka)[0]] == values[:4] + values[5:]
     assert len(kafka.producers["a"]) > 1, "the producer was not replaced: this proves nothing"
+
+
+def test_a_commit_that_never_completes_is_given_up_and_the_producer_replaced(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the fault harness (long form, seed 11): after a target restart librdkafka answered every
+    commit_transaction "Conflicting commit_transaction API call is already in progress" for 6.5 minutes; the
+    worker retried it 63,108 times (a log line each) and its partitions were not copied until they moved."""
+    from replicator.worker import exactly_once
+
+    monkeypatch.setattr(exactly_once, "COMMIT_GIVE_UP_S", 0.5)
+    caplog.set_level(logging.INFO, logger="replicator.worker.exactly_once")
+    kafka["target"].stuck_commits = 1
+    produce(kafka["source"], 100)
+    worker = eos_worker(kafka, "a")
+    wait_until(lambda: all_visible(kafka, 100) and positions_at(kafka, 100), what="the copy", alive=(worker,))
+    assert worker.finish() is None
+    assert_exactly_once(kafka)
+    assert len(kafka.producers["a"]) == 2, "the stuck producer was not replaced"
+    assert caplog.text.count("transaction commit retried") == 1  # said once, not on every turn
+    assert "the commit did not complete in 0.5 s" in caplog.text
