@@ -16,6 +16,8 @@ T = TypeVar("T")
 
 # A fresh cluster's (or a new group's) coordinator answers these for a few seconds.
 SETTLING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
+# A cluster that did not answer (down, cut off): worth asking again later, whatever librdkafka's flag says.
+UNANSWERED = ("_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN")
 
 
 def settled(call: Callable[[], T], what: str, patience: float = 20.0) -> T:
@@ -30,7 +32,7 @@ def settled(call: Callable[[], T], what: str, patience: float = 20.0) -> T:
                 time.sleep(0.5)
                 continue
             raise ClusterError(f"{what}: {error.name()}: {error.str()}",
-                               retriable=error.retriable() or error.name() in SETTLING) from None
+                               retriable=error.retriable() or error.name() in SETTLING + UNANSWERED) from None
 
 
 def list_groups(admin: AdminClient, what: str, timeout: float = 15.0) -> list[str]:

@@ -458,8 +458,14 @@ class RouteWorker(GroupMember):
     # -- errors and statistics ----------------------------------------------------
 
     def callback_failed(self, name: str, exc: Exception) -> None:
-        """A callback raised (a bug): stop, commit nothing more, say why in one line."""
+        """A callback raised (a bug): stop, commit nothing more, say why in one line. Except a fatal error of the
+        producer, which confluent-kafka may raise inside a callback it serves (seen in the fault harness): that is
+        the producer failing (``_producer_failed``), wherever it comes out of a delivery report."""
         log.debug("callback failed route=%s callback=%s", self.route.name, name, exc_info=exc)
+        if name == "delivery report" and isinstance(exc, KafkaException) and exc.args \
+                and isinstance(exc.args[0], KafkaError) and exc.args[0].fatal():
+            self._producer_failed(exc.args[0])
+            return
         self.unsafe = True
         if self.failure is None:
             self.failure = f"internal error in the {name} callback: {type(exc).__name__}: {exc}"

@@ -7,7 +7,7 @@ from concurrent.futures import Future
 from typing import cast
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConsumerGroupListing, ListConsumerGroupsResult
 
 from replicator.errors import ClusterError
@@ -66,3 +66,20 @@ def test_another_error_in_the_result_is_raised_at_once() -> None:
     with pytest.raises(ClusterError, match="CLUSTER_AUTHORIZATION_FAILED"):
         list_groups(cast(AdminClient, admin), "cluster 'backup'")
     assert admin.calls == 1
+
+
+class SilentAdmin:
+    """A cluster that does not answer: librdkafka's local timeout, not flagged retriable."""
+
+    def list_consumer_groups(self, request_timeout: float) -> Future[ListConsumerGroupsResult]:
+        future: Future[ListConsumerGroupsResult] = Future()
+        future.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT, "Local: Timed out")))
+        return future
+
+
+def test_a_cluster_that_does_not_answer_is_a_retriable_error() -> None:
+    """Found by the fault harness: a worker started while the source was cut off exited ("list consumer groups:
+    _TIMED_OUT") instead of waiting for the cluster as it does for every other start-up check."""
+    with pytest.raises(ClusterError, match="cluster 'src': list consumer groups: _TIMED_OUT") as caught:
+        list_groups(cast(AdminClient, SilentAdmin()), "cluster 'src'")
+    assert caught.value.retriable

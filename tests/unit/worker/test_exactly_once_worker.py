@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
 from replicator.domain.positions import SourcePosition, decode_positions
 from replicator.state.repository import register_routes
@@ -401,3 +401,27 @@ def test_a_commit_that_never_completes_is_given_up_and_the_producer_replaced(
     assert len(kafka.producers["a"]) == 2, "the stuck producer was not replaced"
     assert caplog.text.count("transaction commit retried") == 1  # said once, not on every turn
     assert "the commit did not complete in 0.5 s" in caplog.text
+
+
+class _PendingFatal:
+    """A delivery report's error while confluent-kafka has a fatal error pending: the callback's first call into
+    the library raises it (seen in the fault harness: a delivery callback raised KafkaException _FENCED)."""
+
+    def __init__(self, error: KafkaError) -> None:
+        self._error = error
+
+    def __getattr__(self, name: str) -> object:
+        raise KafkaException(self._error)
+
+
+def test_a_fatal_error_surfacing_inside_a_delivery_callback_is_the_producer_lost_not_a_bug(
+        kafka: FakeKafka) -> None:
+    """Found by the fault harness (long form, exactly-once): a fenced producer's fatal error came out inside a
+    delivery report callback; the worker took it for a bug of its own ("internal error in the delivery report
+    callback") and exited. A fatal producer error is the producer lost, wherever it comes out: replaced."""
+    config = route_config(kafka, guarantee="exactly-once")
+    worker = ExactlyOnceWorker(config, config.routes[0], worker_id="w1", clients=kafka.clients("a"))
+    fenced = KafkaError(KafkaError._FENCED, "transactional producer fenced by newer producer instance", fatal=True)
+    worker._on_delivery(_PendingFatal(fenced), FakeMessage("mirrorflow-offset-syncs.r.internal", 0, 7))
+    assert (worker.failure, worker.unsafe) == (None, False)
+    assert worker._lost_producer is not None and "fenced" in worker._lost_producer  # the loop replaces it
