@@ -112,6 +112,10 @@ class DeadLetterWriter:
         except KafkaException as exc:
             raise DeadLetterError(f"dead-letter topic {self.topic} did not take the record of {where}: "
                                   f"{exc.args[0].str()}", exc.args[0]) from None
+        except SystemError as exc:  # the producer's fatal error taken inside a delivery report (see GroupMember)
+            raise DeadLetterError(f"dead-letter topic {self.topic} did not take the record of {where}: the "
+                                  f"producer failed ({exc})", KafkaError(KafkaError._FATAL, str(exc), fatal=True)
+                                  ) from None
         if not outcome:
             raise DeadLetterError(f"dead-letter topic {self.topic} did not acknowledge the record of {where} "
                                   f"in {ACK_TIMEOUT_S:.0f} s")

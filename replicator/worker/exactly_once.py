@@ -478,7 +478,7 @@ class ExactlyOnceWorker(TargetMember):
         if self._producer is not None:
             try:
                 self._producer.flush(1.0)
-            except (KafkaException, RuntimeError):
+            except (KafkaException, RuntimeError, SystemError):  # a failed producer: its reports are moot
                 pass
 
     def _start_over(self, only: set[TP] | None = None) -> None:

@@ -281,13 +281,17 @@ class GroupMember(ABC):
 
     def _serve_producer(self, timeout: float, flush: bool = False) -> int:
         """``poll`` (or ``flush``) the producer: what it returns. librdkafka's fatal errors come out of these as
-        a KafkaException (a transactional producer fenced by the target, say): handed to ``_producer_failed``,
-        never raised out of the loop."""
+        a KafkaException (a transactional producer fenced by the target, say), or as a SystemError ("returned
+        NULL without setting an exception") when a delivery report took that error first: handed to
+        ``_producer_failed``, never raised out of the loop."""
         producer = self.producer
         try:
             return producer.flush(timeout) if flush else producer.poll(timeout)
         except KafkaException as exc:
             self._producer_failed(exc.args[0])
+            return len(producer) if flush else 0
+        except SystemError as exc:  # its fatal error was taken inside a delivery report: it fails with no error
+            self._producer_failed(KafkaError(KafkaError._FATAL, f"the producer failed: {exc}", fatal=True))
             return len(producer) if flush else 0
 
     def _producer_failed(self, error: KafkaError) -> None:

@@ -425,3 +425,27 @@ def test_a_fatal_error_surfacing_inside_a_delivery_callback_is_the_producer_lost
     worker._on_delivery(_PendingFatal(fenced), FakeMessage("mirrorflow-offset-syncs.r.internal", 0, 7))
     assert (worker.failure, worker.unsafe) == (None, False)
     assert worker._lost_producer is not None and "fenced" in worker._lost_producer  # the loop replaces it
+
+
+def test_a_poll_that_fails_without_an_error_replaces_the_producer(kafka: FakeKafka) -> None:
+    """Found by the fault harness (CI short form): when a fenced producer's fatal error is taken inside a
+    delivery report, confluent-kafka's flush then fails with "SystemError: <method 'flush' of 'cimpl.Producer'
+    objects> returned NULL without setting an exception"; it escaped a revocation and the worker exited. It is
+    the producer failing: replaced, and the copy goes back to the last commit."""
+    produce(kafka["source"], 50)
+    worker = eos_worker(kafka, "a")
+    wait_until(lambda: all_visible(kafka, 50), what="the first copy", alive=(worker,))
+    producer = producer_of(kafka, "a")
+    real_poll = producer.poll
+
+    def failing_poll(timeout: float | None = None) -> int:
+        producer.poll = real_poll  # type: ignore[method-assign]  # once
+        raise SystemError("<method 'poll' of 'cimpl.Producer' objects> returned NULL without setting an exception")
+
+    producer.poll = failing_poll  # type: ignore[method-assign]
+    produce(kafka["source"], 50, start=50)
+    wait_until(lambda: all_visible(kafka, 100) and positions_at(kafka, 100), what="the copy after it",
+               alive=(worker,))
+    assert worker.finish() is None
+    assert_exactly_once(kafka)
+    assert len(kafka.producers["a"]) > 1, "the producer was not replaced"
