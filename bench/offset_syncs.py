@@ -10,10 +10,13 @@ records of 100 B each: ``plain`` from a plain idempotent producer, ``txn`` from 
 transactional one committing every ``--per-transaction`` records (Kafka Streams with
 exactly-once, or any transactional writer: each commit leaves a marker offset in every
 partition it wrote). Each peer then copies both topics; once every record is on the target
-its offset-syncs topic is read and its syncs counted per source topic. A sync keeps the
-committed offsets of groups translatable: MirrorFlow writes one where the offset map changes
-(a run of records starts), each with its own key (all kept by compaction); MirrorMaker 2 one
-every ``offset.lag.max`` (100) records at most, keyed by partition (compaction keeps the last).
+its offset-syncs topic is read and its syncs counted per source topic, written and kept (the
+last record of each key: what compaction leaves). A sync keeps the committed offsets of groups
+translatable: MirrorFlow writes one where the offset map changes (a run of records starts, or
+steps over a transaction marker: the run's record is rewritten, one key per run of up to
+``MAX_STEPS`` steps); MirrorMaker 2 one every ``offset.lag.max`` (100) records at most, keyed by
+partition (compaction keeps the last). MirrorFlow runs twice: at-least-once, and exactly-once
+(its own transactions leave a marker in every target partition they wrote: a sync each).
 
 The figures are extrapolated to a day at ``--day-rate`` records/s per partition with a
 transaction every ``--day-transaction-ms``: syncs written, and what compaction leaves.
@@ -36,15 +39,25 @@ sys.path.insert(0, str(REPO))
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
 from measure import PARTITIONS, Env, raw_producer, watch_copy  # noqa: E402
 from peers import start_mirrorflow, start_mm2  # noqa: E402
-from procs import Child, StepFailed, create_topics, progress, run_bench, start_clusters, tear_down  # noqa: E402
+from procs import (  # noqa: E402
+    Child,
+    RecordCounter,
+    StepFailed,
+    create_topics,
+    progress,
+    run_bench,
+    start_clusters,
+    tear_down,
+)
 from scale import machine  # noqa: E402
 
 from replicator.domain.offset_sync import decode_sync  # noqa: E402
 
 TOPICS = ("plain", "txn")
+EOS_INTERVAL_MS = 100  # an exactly-once route's default transactions.interval_ms
 SIZE = 100
 DAY_S = 86_400
-MF_ALIAS, MM2_ALIAS = "mf", "source"
+MF_ALIAS, MF_EOS_ALIAS, MM2_ALIAS = "mf", "mfx", "source"
 
 
 def write_transactions(bootstrap: str, topic: str, records: int, per_transaction: int) -> dict[str, Any]:
@@ -88,7 +101,7 @@ def read_all(bootstrap: str, topic: str) -> list[tuple[bytes, bytes]]:
 
 def mf_sync_topic(key: bytes, value: bytes) -> str:
     """The source topic of one of MirrorFlow's offset syncs."""
-    return decode_sync(key, value).topic
+    return decode_sync(key, value).start.topic
 
 
 def mm2_sync_topic(key: bytes, _value: bytes) -> str:
@@ -98,12 +111,19 @@ def mm2_sync_topic(key: bytes, _value: bytes) -> str:
 
 
 def count_syncs(records: list[tuple[bytes, bytes]], topic_of: Any) -> dict[str, dict[str, int]]:
-    """Per source topic: syncs and their bytes (key + value)."""
+    """Per source topic: syncs written and their bytes (key + value), and what compaction keeps of them
+    (the last record of each key)."""
     counts: dict[str, dict[str, int]] = {}
+    last: dict[bytes, tuple[str, int]] = {}
     for key, value in records:
-        entry = counts.setdefault(topic_of(key, value), {"syncs": 0, "bytes": 0})
+        topic = topic_of(key, value)
+        entry = counts.setdefault(topic, {"syncs": 0, "bytes": 0, "kept": 0, "kept_bytes": 0})
         entry["syncs"] += 1
         entry["bytes"] += len(key) + len(value)
+        last[key] = (topic, len(key) + len(value))
+    for topic, size in last.values():
+        counts[topic]["kept"] += 1
+        counts[topic]["kept_bytes"] += size
     return counts
 
 
@@ -115,13 +135,15 @@ def per_day(syncs: int, records: int, transactions: int, args: argparse.Namespac
 
 
 def run_peer(env: Env, label: str, launch: Any, prefix: str, sync_source: str, sync_topic: str,
-             topic_of: Any) -> dict[str, Any]:
+             topic_of: Any, transactional_target: bool = False) -> dict[str, Any]:
     progress(f"{label}: starting on {', '.join(TOPICS)}")
     peer: Child = launch()
     result: dict[str, Any] = {"label": label}
     try:
         for topic in TOPICS:
-            result[f"copy_{topic}"] = watch_copy(env, peer, f"{label} {topic}", f"{prefix}{topic}", SIZE)
+            counter = RecordCounter(env.target, f"{prefix}{topic}", PARTITIONS) if transactional_target else None
+            result[f"copy_{topic}"] = watch_copy(env, peer, f"{label} {topic}", f"{prefix}{topic}", SIZE,
+                                                 counter=counter)
         time.sleep(2)  # the last syncs are written after the records they describe are acknowledged
         result["syncs"] = count_syncs(read_all(sync_source, sync_topic), topic_of)
         progress(f"  {label}: offset syncs per source topic: {result['syncs']}")
@@ -137,28 +159,40 @@ def table(report: dict[str, Any]) -> str:
     s, txn = report["settings"], report.get("transactions") or {}
     lines = [f"\n=== {s['records']:,} records x {SIZE} B per topic on {PARTITIONS} partitions; txn: a commit every "
              f"{s['per_transaction']} records ({txn.get('transactions', 0):,} transactions) ===",
-             f"{'peer':16}{'topic':7}{'syncs':>8}{'per 1M records':>16}{'bytes':>9}"
+             f"{'peer':25}{'topic':7}{'syncs':>8}{'bytes':>10}{'kept':>6}{'kept B':>8}"
              f"{'a day: written':>16}{'a day: kept':>13}"]
     for run in report["runs"]:
         for topic in TOPICS:
-            found = (run.get("syncs") or {}).get(topic, {"syncs": 0, "bytes": 0})
-            syncs = found["syncs"]
-            mirrorflow = run["label"] == "MirrorFlow"
-            # MirrorFlow: a sync per run start, i.e. per transaction in `txn` (a marker breaks the run), and
-            # per start-up in `plain`; MM2: per offset.lag.max records. Kept: MirrorFlow's keys are distinct.
-            by_record = not (mirrorflow and topic == "txn")
-            day = per_day(syncs, s["records"], txn.get("transactions", 0) if topic == "txn" else 0, _ns(s), by_record)
-            if mirrorflow and topic == "plain":
-                day = float(syncs)  # one per partition start, whatever the rate
-            kept = day if mirrorflow else float(min(syncs, PARTITIONS))
-            lines.append(f"{run['label']:16}{topic:7}{syncs:>8,}{1e6 * syncs / s['records']:>16,.0f}"
-                         f"{found['bytes']:>9,}{day:>16,.0f}{kept:>13,.0f}")
+            found = (run.get("syncs") or {}).get(topic) or {"syncs": 0, "bytes": 0, "kept": 0, "kept_bytes": 0}
+            day, kept = day_figures(run["label"], topic, found, s, txn.get("transactions", 0))
+            lines.append(f"{run['label']:25}{topic:7}{found['syncs']:>8,}{found['bytes']:>10,}{found['kept']:>6,}"
+                         f"{found['kept_bytes']:>8,}{day:>16,.0f}{kept:>13,.0f}")
         if "error" in run:
-            lines.append(f"{'':16}FAILED: {run['error'][:150]}")
-    lines.append(f"a day: {s['day_rate']:,} records/s per partition, a transaction every {s['day_transaction_ms']} ms; "
-                 f"kept: after compaction (MirrorFlow keeps every sync, each has its own key; MM2 the last per "
-                 f"partition)")
+            lines.append(f"{'':25}FAILED: {run['error'][:150]}")
+    lines.append(f"a day: {s['day_rate']:,} records/s per partition, a transaction every {s['day_transaction_ms']} ms "
+                 f"(the source's in txn; an exactly-once route's own: its default 100 ms); kept: after compaction")
     return "\n".join(lines)
+
+
+def day_figures(label: str, topic: str, found: dict[str, int], settings: dict[str, Any],
+                transactions: int) -> tuple[float, float]:
+    """Syncs a day's copy writes, and what compaction keeps of them, from what this run wrote and kept.
+
+    MirrorFlow at-least-once writes a sync per run start: per partition start in ``plain``, per source
+    transaction in ``txn``; exactly-once, per partition per transaction of its own (every 100 ms) -- a busy
+    partition's copy is in every one. Its kept share is the measured one (a record per run of steps);
+    MM2 writes one per ``offset.lag.max`` records and keeps one per partition.
+    """
+    syncs = found["syncs"]
+    if label.startswith("MirrorFlow"):
+        if label.endswith("exactly-once"):
+            day = float(PARTITIONS * DAY_S * 1000 // EOS_INTERVAL_MS)
+        elif topic == "plain":
+            day = float(syncs)  # one per partition start, whatever the rate
+        else:
+            day = per_day(syncs, settings["records"], transactions, _ns(settings), per_record=False)
+        return day, day * found["kept"] / syncs if syncs else 0.0
+    return per_day(syncs, settings["records"], 0, _ns(settings), per_record=True), float(found["kept"])
 
 
 def _ns(settings: dict[str, Any]) -> argparse.Namespace:
@@ -190,6 +224,12 @@ def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
     report["runs"].append(run_peer(
         env, "MirrorFlow", lambda: start_mirrorflow(env, "syncs", list(TOPICS), alias=MF_ALIAS), f"{MF_ALIAS}.",
         env.target, "mirrorflow-offset-syncs.bench-syncs.internal", mf_sync_topic))
+    report["runs"].append(run_peer(
+        env, "MirrorFlow exactly-once",
+        lambda: start_mirrorflow(env, "syncs-eos", list(TOPICS), alias=MF_EOS_ALIAS,
+                                 route={"guarantee": "exactly-once"}),
+        f"{MF_EOS_ALIAS}.", env.target, "mirrorflow-offset-syncs.bench-syncs-eos.internal", mf_sync_topic,
+        transactional_target=True))
     if not args.no_mm2:
         report["runs"].append(run_peer(
             env, "MirrorMaker 2", lambda: start_mm2(env, "syncs", list(TOPICS), alias=MM2_ALIAS),

@@ -48,6 +48,17 @@ restarted writer: the one that knows where the previous run ended
 before it exactly. The rule depends on the syncs only, never on their order (the
 syncs topic is compacted and read again; duplicates are harmless).
 
+On the wire a run is one record of the compacted syncs topic, keyed by its start and
+rewritten as it grows: a run *steps* over a gap -- a transaction marker the route's own
+commit left on the target, a source transaction's marker, a foreign write -- instead of
+ending there, so an exactly-once route (a marker after each transaction in each partition
+it wrote) or a transactional source keeps one record per ``MAX_STEPS`` transactions, not
+one per transaction, and each transaction still writes the sync of its own records. A
+step ``(records, source_skipped, target_skipped)`` says: ``records`` records back to
+back, then that many offsets skipped on each side. :meth:`Run.syncs` expands a run into
+the run starts above (a step is exactly the run start an unstepped writer would have
+written), so the translator reads expanded runs and never the wire format.
+
 Contract with the hot path: ``replicated_end`` is the route's committed offset,
 i.e. the last acknowledged record + 1 (not a position past trailing markers); that
 offset is committed only once the syncs explaining it are acknowledged; and the
@@ -59,7 +70,7 @@ the target; its syncs supersede the older ones they overlap.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -81,10 +92,51 @@ class OffsetSync:
     previous_source_offset: int | None
 
 
-class OffsetSyncWriter:
-    """Turns one partition's delivery reports, in source order, into run starts."""
+Step: TypeAlias = tuple[int, int, int]  # records, then source and target offsets skipped
 
-    __slots__ = ("_last_source", "_last_target", "partition", "topic")
+# Steps a run takes before the next gap starts a new one. Each transaction rewrites its
+# run whole, so this bounds a sync record (~5 B a step) and what rewriting costs; compaction
+# keeps one record per run: one per MAX_STEPS transactions of a partition.
+MAX_STEPS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One record of the syncs topic: a run start and the steps the run took since."""
+
+    start: OffsetSync
+    steps: tuple[Step, ...] = ()
+
+    def syncs(self) -> list[OffsetSync]:
+        """The run starts this run stands for: its start, then one after each step."""
+        out = [self.start]
+        start = self.start
+        for records, source_skipped, target_skipped in self.steps:
+            last = start.source_offset + records - 1
+            start = OffsetSync(start.topic, start.partition, last + 1 + source_skipped,
+                               start.target_offset + records + target_skipped, last)
+            out.append(start)
+        return out
+
+    @property
+    def last(self) -> OffsetSync:
+        """The latest run start: the one whose sync must be written before a commit passes it."""
+        return self.syncs()[-1] if self.steps else self.start
+
+
+def kept_syncs(runs: Iterable[Run]) -> list[OffsetSync]:
+    """What a reader of the syncs topic keeps of ``runs`` (in log order): the last record of each key, as
+    compaction does, expanded into run starts (any partitions, in no particular order)."""
+    latest: dict[tuple[str, int, int], Run] = {}
+    for run in runs:
+        latest[(run.start.topic, run.start.partition, run.start.source_offset)] = run
+    return [sync for run in latest.values() for sync in run.syncs()]
+
+
+class OffsetSyncWriter:
+    """Turns one partition's delivery reports, in source order, into runs to write."""
+
+    __slots__ = ("_last_source", "_last_target", "_run", "_step_source", "partition", "topic")
 
     def __init__(self, topic: str, partition: int) -> None:
         """A writer that has seen nothing yet: its first record always starts a run."""
@@ -92,9 +144,11 @@ class OffsetSyncWriter:
         self.partition = partition
         self._last_source: int | None = None
         self._last_target = 0
+        self._run: Run | None = None
+        self._step_source = 0  # the source offset the run's current stretch started at
 
-    def observe(self, source_offset: int, target_offset: int) -> OffsetSync | None:
-        """The sync to publish when this record starts a run, else None (allocates nothing)."""
+    def observe(self, source_offset: int, target_offset: int) -> Run | None:
+        """The run to write when this record starts a run or a step, else None (allocates nothing)."""
         previous, last_target = self._last_source, self._last_target
         self._last_source, self._last_target = source_offset, target_offset
         # Checking both sides, not only the delta target - source: a source gap and
@@ -105,7 +159,20 @@ class OffsetSyncWriter:
             and target_offset == last_target + 1
         ):
             return None
-        return OffsetSync(self.topic, self.partition, source_offset, target_offset, previous)
+        run = self._run
+        if (
+            run is not None
+            and previous is not None
+            and source_offset > previous
+            and target_offset > last_target
+            and len(run.steps) < MAX_STEPS
+        ):
+            step = (previous - self._step_source + 1, source_offset - previous - 1, target_offset - last_target - 1)
+            run = Run(run.start, (*run.steps, step))
+        else:
+            run = Run(OffsetSync(self.topic, self.partition, source_offset, target_offset, previous))
+        self._run, self._step_source = run, source_offset
+        return run
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,18 +319,25 @@ def _after_last_start(
     return Behind(run.target_offset + end - run.source_offset + 1, committed - end - 1)
 
 
-def encode_sync(sync: OffsetSync) -> tuple[bytes, bytes]:
-    """Key and value for the compacted syncs topic; one key per run start, so all are kept."""
-    key = [sync.topic, sync.partition, sync.source_offset]
-    value = {
-        "target_offset": sync.target_offset,
-        "previous_source_offset": sync.previous_source_offset,
+def encode_sync(run: Run) -> tuple[bytes, bytes]:
+    """Key and value for the compacted syncs topic: one key per run start, so a run's last record is kept.
+
+    A step is written ``records`` when it skips one target offset and no source one (the route's own
+    transaction marker, by far the most common), else ``[records, source_skipped, target_skipped]``.
+    """
+    start = run.start
+    key = [start.topic, start.partition, start.source_offset]
+    value: dict[str, object] = {
+        "target_offset": start.target_offset,
+        "previous_source_offset": start.previous_source_offset,
     }
+    if run.steps:
+        value["steps"] = [n if (s, t) == (0, 1) else [n, s, t] for n, s, t in run.steps]
     return dump_json(key), dump_json(value)
 
 
-def decode_sync(key: bytes, value: bytes) -> OffsetSync:
-    """The sync of a record of the syncs topic; ValueError naming what is malformed."""
+def decode_sync(key: bytes, value: bytes) -> Run:
+    """The run of a record of the syncs topic; ValueError naming what is malformed."""
     parts = load_json(key, "offset sync key")
     if not (isinstance(parts, list) and len(parts) == 3):
         raise ValueError(
@@ -277,10 +351,29 @@ def decode_sync(key: bytes, value: bytes) -> OffsetSync:
         # ValueError, not TypeError: this is malformed input, not a caller's mistake.
         raise ValueError(f"offset sync value: expected an object, got {fields!r}")
     previous = fields.get("previous_source_offset")
-    return OffsetSync(
+    start = OffsetSync(
         topic,
         offset_field(partition, "offset sync key partition"),
         offset_field(source_offset, "offset sync key source_offset"),
         offset_field(fields.get("target_offset"), "offset sync value target_offset"),
         None if previous is None else offset_field(previous, "offset sync value previous_source_offset"),
     )
+    return Run(start, _steps(fields.get("steps", [])))
+
+
+def _steps(raw: object) -> tuple[Step, ...]:
+    what = "offset sync value steps"
+    if not isinstance(raw, list):
+        raise ValueError(f"{what}: expected a list, got {raw!r}")
+    steps = []
+    for item in raw:
+        if isinstance(item, list) and len(item) == 3:
+            step = tuple(offset_field(field, what) for field in item)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            step = (offset_field(item, what), 0, 1)
+        else:
+            raise ValueError(f"{what}: expected records or [records, source_skipped, target_skipped], got {item!r}")
+        if step[0] < 1 or step[1:] == (0, 0):
+            raise ValueError(f"{what}: a step has at least one record and skips something, got {item!r}")
+        steps.append((step[0], step[1], step[2]))
+    return tuple(steps)

@@ -81,11 +81,17 @@ def message_limits(admin: AdminClient, topics: list[str]) -> dict[str, int]:
     return limits
 
 
+# The syncs topic's segments roll hourly: compaction never touches the active segment, and a run's record is
+# rewritten at each step (each transaction of an exactly-once route): with the broker's default (7 days) every
+# version of every run would be kept a week.
+SYNC_TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.ms": str(3_600_000)}
+
+
 def create_sync_topic(target: AdminClient, name: str) -> None:
     """The route's offset-syncs topic: one partition, so every sync of a source partition
-    lands, in order, in one log; compacted. "Already exists" is success."""
+    lands, in order, in one log; compacted. "Already exists" is success (its config is left as it is)."""
     _settle(target.create_topics([NewTopic(name, num_partitions=1, replication_factor=-1,
-                                           config={"cleanup.policy": "compact"})], request_timeout=15), "create")
+                                           config=SYNC_TOPIC_CONFIG)], request_timeout=15), "create")
 
 
 def ensure_target_topics(

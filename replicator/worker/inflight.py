@@ -22,7 +22,7 @@ from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping
 
 from replicator.domain.inflight import PartitionLedger
-from replicator.domain.offset_sync import OffsetSync, OffsetSyncWriter
+from replicator.domain.offset_sync import OffsetSyncWriter, Run
 
 TP = tuple[str, int]
 
@@ -35,7 +35,7 @@ class InFlight:
         self.writers: dict[TP, OffsetSyncWriter] = {}
         self.retired: dict[TP, deque[PartitionLedger]] = defaultdict(deque)
         self.merge_order: dict[TP, deque[str]] = defaultdict(deque)  # target partition -> source topics
-        self.syncs: deque[OffsetSync] = deque()  # found, not yet produced
+        self.syncs: deque[Run] = deque()  # found, not yet produced
         self.dirty: set[TP] = set()  # partitions whose commit position may have moved
 
     def owns(self, key: TP) -> bool:
@@ -97,7 +97,7 @@ class InFlight:
 
     def delivered(self, key: TP, ledger: PartitionLedger, target_offset: int | None) -> int:
         """A live ledger's oldest record is on the target at ``target_offset``: returns its
-        source offset, and queues the offset sync when the record starts a new run.
+        source offset, and queues the offset sync when the record starts a new run or a step of one.
 
         ``target_offset`` None: acknowledged without an offset (a retry of a request the broker
         had already written, after a frozen or slow target: DUPLICATE_SEQUENCE_NUMBER). The record
@@ -109,19 +109,21 @@ class InFlight:
             self.dirty.add(key)
             return source_offset
         ledger.target_end = target_offset + 1
-        sync = self.writers[key].observe(source_offset, target_offset)
-        if sync is not None:
-            ledger.hold(sync.source_offset, sync.previous_source_offset)
-            self.syncs.append(sync)
+        run = self.writers[key].observe(source_offset, target_offset)
+        if run is not None:
+            start = run.last
+            ledger.hold(start.source_offset, start.previous_source_offset)
+            self.syncs.append(run)
         self.dirty.add(key)
         return source_offset
 
-    def sync_delivered(self, sync: OffsetSync) -> None:
-        """The target acknowledged ``sync``: the commit may pass it."""
-        key = (sync.topic, sync.partition)
+    def sync_delivered(self, run: Run) -> None:
+        """The target acknowledged ``run``: the commit may pass its latest start."""
+        start = run.last
+        key = (start.topic, start.partition)
         ledger = self.ledgers.get(key)
         if ledger is not None:
-            ledger.release(sync.source_offset)
+            ledger.release(start.source_offset)
             self.dirty.add(key)
 
     def commit_positions(self) -> dict[TP, int]:

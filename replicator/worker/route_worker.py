@@ -435,11 +435,11 @@ class RouteWorker(GroupMember):
                 metrics.LATENCY.labels(self.route.name).observe(max(0.0, time.time() - ts / 1000))
 
     def _on_sync_delivery(self, error: KafkaError | None, message: Message) -> None:
-        sync = decode_sync(message.key() or b"", message.value() or b"")
+        run = decode_sync(message.key() or b"", message.value() or b"")
         if error is not None:
-            self.failure = f"offset sync for {sync.topic}[{sync.partition}] not written: {error.str()}"
+            self.failure = f"offset sync for {run.start.topic}[{run.start.partition}] not written: {error.str()}"
             return
-        self.inflight.sync_delivered(sync)
+        self.inflight.sync_delivered(run)
 
     def _fail_delivery(self, error: KafkaError, key: TP, ledger: PartitionLedger) -> None:
         """Stop the route: never commit at or past the refused record (a refused batch

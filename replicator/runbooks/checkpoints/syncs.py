@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from replicator.domain.checkpoint import Partition
-from replicator.domain.offset_sync import OffsetSync, decode_sync
+from replicator.domain.offset_sync import OffsetSync, Run, decode_sync, kept_syncs
 from replicator.errors import ClusterError, MirrorFlowError
 from replicator.kafka.clients import admin_settings
 
@@ -36,12 +36,13 @@ class SyncLog:
         self._properties = dict(properties)
         self._consumer: Any = None
         self._position = 0
-        self._syncs: dict[Partition, list[OffsetSync]] = defaultdict(list)
+        self._runs: dict[Partition, list[Run]] = defaultdict(list)
 
     @property
     def syncs(self) -> dict[Partition, list[OffsetSync]]:
-        """Every sync read, by source (topic, partition), in log order."""
-        return dict(self._syncs)
+        """The run starts read, by source (topic, partition): of each run its last record (as compaction
+        keeps it), expanded."""
+        return {partition: kept_syncs(runs) for partition, runs in self._runs.items()}
 
     def read_to_end(self) -> int:
         """Read up to the partition's current end; returns how many records were read this time."""
@@ -96,10 +97,10 @@ class SyncLog:
         if key is None or value is None:
             return  # not a sync (the hot path writes neither null keys nor tombstones)
         try:
-            sync = decode_sync(key, value)
+            run = decode_sync(key, value)
         except ValueError as exc:
             raise CorruptSync(f"{self.what}: {self.topic} offset {offset}: {exc}") from None
-        self._syncs[(sync.topic, sync.partition)].append(sync)
+        self._runs[(run.start.topic, run.start.partition)].append(run)
 
 
 def first_copies(properties: Mapping[str, str], topic: str, what: str) -> dict[Partition, int]:

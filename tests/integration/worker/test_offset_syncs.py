@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from replicator.domain.offset_sync import Exact, decode_sync, translate
+from replicator.domain.offset_sync import MAX_STEPS, Exact, Run, decode_sync, kept_syncs, translate
 from replicator.kafka.admin import create_topics
 from tests.kafka_io import committed, end_offsets, read_committed, wait_until
 from tests.records import write_config
@@ -56,11 +56,15 @@ def test_syncs_make_translation_exact_across_markers(primary, backup, unique_nam
 
     source = _offsets_by_value(primary.bootstrap_servers, unique_name, source_end)
     target = _offsets_by_value(backup.bootstrap_servers, f"primary.{unique_name}", 210)
-    syncs = _read_syncs(backup.bootstrap_servers, f"mirrorflow-offset-syncs.{route}.internal", unique_name)
-    # One run per source transaction (markers break runs), not one per record; the target's own transactions
-    # (one every 100 ms) add a run each.
+    runs = _read_runs(backup.bootstrap_servers, f"mirrorflow-offset-syncs.{route}.internal", unique_name)
+    syncs = kept_syncs(runs)
+    # One run start per source transaction (markers break runs), not one per record; the target's own
+    # transactions (one every 100 ms) add one each.
     most = 31 if guarantee == "at-least-once" else 45
     assert 30 <= len(syncs) <= most, "one run per transaction (markers break runs), not one per record"
+    # ... and compaction keeps a record per MAX_STEPS + 1 of them: each marker is a step of a run.
+    keys = {(r.start.source_offset, r.start.target_offset) for r in runs}
+    assert len(keys) <= -(-len(syncs) // (MAX_STEPS + 1)), sorted(keys)
     for value, offset in source.items():
         if offset < replicated_end:
             assert translate(syncs, offset, replicated_end) == Exact(target[value]), value
@@ -71,19 +75,19 @@ def total_copied(bootstrap: str, topic: str) -> int:
     return len(read_committed(bootstrap, f"primary.{topic}", 1)[0])
 
 
-def _read_syncs(bootstrap: str, sync_topic: str, topic: str) -> list:  # type: ignore[type-arg]
+def _read_runs(bootstrap: str, sync_topic: str, topic: str) -> list[Run]:
     end = end_offsets(bootstrap, sync_topic, 1)[0]
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "syncs-reader", "enable.auto.commit": "false"})
     tp = TopicPartition(sync_topic, 0, 0)
     consumer.assign([tp])
-    syncs = []
+    runs: list[Run] = []
     try:
         while consumer.position([tp])[0].offset < end:  # passes transaction markers, which are not returned
             for msg in consumer.consume(1000, 1):
                 assert msg.error() is None
-                sync = decode_sync(msg.key(), msg.value())
-                if sync.topic == topic:
-                    syncs.append(sync)
+                run = decode_sync(msg.key(), msg.value())
+                if run.start.topic == topic:
+                    runs.append(run)
     finally:
         consumer.close()
-    return syncs
+    return runs

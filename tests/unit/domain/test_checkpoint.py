@@ -15,7 +15,7 @@ from replicator.domain.checkpoint import (
     decode_checkpoint,
     encode_checkpoint,
 )
-from replicator.domain.offset_sync import OffsetSync, OffsetSyncWriter
+from replicator.domain.offset_sync import OffsetSync, OffsetSyncWriter, kept_syncs
 
 EXACT, BEHIND = CheckpointStatus.EXACT, CheckpointStatus.BEHIND
 BEFORE, UNKNOWN = CheckpointStatus.BEFORE_FIRST_SYNC, CheckpointStatus.UNKNOWN
@@ -93,7 +93,7 @@ def test_no_copied_record_is_skipped_and_repeats_are_bounded(
     syncs, ends, committed = {}, {}, {}
     for number, (records, pairs, end) in enumerate(partitions):
         writer = OffsetSyncWriter("orders", number)
-        syncs[("orders", number)] = [s for s in (writer.observe(*p) for p in pairs) if s is not None]
+        syncs[("orders", number)] = kept_syncs(r for r in (writer.observe(*p) for p in pairs) if r is not None)
         ends[("orders", number)] = end
         committed[("orders", number)] = data.draw(st.integers(0, records[-1] + 1))
     for checkpoint in checkpoints_of_group("app", committed, syncs, ends, {"orders": "p.orders"}):

@@ -28,7 +28,7 @@ from replicator.domain.failback import (
     translate_back,
 )
 from replicator.domain.failover import StepStatus
-from replicator.domain.offset_sync import OffsetSync, OffsetSyncWriter
+from replicator.domain.offset_sync import OffsetSync, OffsetSyncWriter, kept_syncs
 from replicator.domain.resume_point import Basis, GroupCommit
 from replicator.domain.target_group import TargetOutcome
 
@@ -37,12 +37,8 @@ T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.UTC)
 
 def _copy(sources: list[int], first_target: int = 0) -> list[OffsetSync]:
     """The syncs of a route that copied the records at ``sources`` (rising) to consecutive target offsets."""
-    writer, out = OffsetSyncWriter("orders", 0), []
-    for n, source in enumerate(sources):
-        sync = writer.observe(source, first_target + n)
-        if sync is not None:
-            out.append(sync)
-    return out
+    writer = OffsetSyncWriter("orders", 0)
+    return kept_syncs(r for r in (writer.observe(s, first_target + n) for n, s in enumerate(sources)) if r is not None)
 
 
 @settings(max_examples=300)

@@ -11,15 +11,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replicator.domain.offset_sync import (
+    MAX_STEPS,
     BeforeFirstSync,
     Behind,
     Exact,
     OffsetSync,
     OffsetSyncWriter,
+    Run,
     Translation,
     Unknown,
     decode_sync,
     encode_sync,
+    kept_syncs,
     translate,
 )
 
@@ -30,10 +33,15 @@ def sync(source: int, target: int, previous: int | None) -> OffsetSync:
     return OffsetSync("orders", 0, source, target, previous)
 
 
-def write(pairs: Sequence[Pair]) -> list[OffsetSync]:
-    """The syncs one fresh writer emits for ``pairs``."""
+def runs(pairs: Sequence[Pair]) -> list[Run]:
+    """The records one fresh writer emits for ``pairs``, in order."""
     writer = OffsetSyncWriter("orders", 0)
-    return [s for s in (writer.observe(*pair) for pair in pairs) if s is not None]
+    return [r for r in (writer.observe(*pair) for pair in pairs) if r is not None]
+
+
+def write(pairs: Sequence[Pair]) -> list[OffsetSync]:
+    """The run starts a reader of one fresh writer's records for ``pairs`` keeps."""
+    return kept_syncs(runs(pairs))
 
 
 # Records at 0, 1, 2; transaction markers at 3, 4; records at 5, 6 -> target 0..4.
@@ -143,21 +151,63 @@ def test_translate_refuses_several_partitions() -> None:
 
 
 @pytest.mark.parametrize(
-    "value", [sync(0, 0, None), sync(5, 3, 2), OffsetSync("a.b-c_d", 17, 2**40, 2**41, 2**40 - 1)]
+    "value",
+    [
+        Run(sync(0, 0, None)),
+        Run(sync(5, 3, 2)),
+        Run(OffsetSync("a.b-c_d", 17, 2**40, 2**41, 2**40 - 1)),
+        Run(sync(5, 3, 2), ((4, 0, 1), (1, 2, 0), (2**40, 3, 7), (9, 0, 1))),
+    ],
 )
-def test_encode_decode_round_trip(value: OffsetSync) -> None:
+def test_encode_decode_round_trip(value: Run) -> None:
     key, payload = encode_sync(value)
     assert decode_sync(key, payload) == value
 
 
+def test_a_marker_step_is_written_as_its_record_count() -> None:
+    _, payload = encode_sync(Run(sync(5, 3, 2), ((4, 0, 1), (1, 2, 0))))
+    assert payload == b'{"target_offset":3,"previous_source_offset":2,"steps":[4,[1,2,0]]}'
+
+
 def test_the_key_is_one_per_run_start() -> None:
-    keys = {encode_sync(s)[0] for s in [sync(5, 3, 2), sync(5, 10, None), sync(5, 3, None)]}
-    assert len(keys) == 1  # a re-emitted run start replaces the old one under compaction
+    keys = {encode_sync(Run(s))[0] for s in [sync(5, 3, 2), sync(5, 10, None), sync(5, 3, None)]}
+    keys.add(encode_sync(Run(sync(5, 3, 2), ((1, 0, 1),)))[0])
+    assert len(keys) == 1  # a re-emitted or grown run replaces the old record under compaction
     others = [sync(6, 3, 2), OffsetSync("orders", 1, 5, 3, 2), OffsetSync("other", 0, 5, 3, 2)]
-    assert len({encode_sync(s)[0] for s in [sync(5, 3, 2), *others]}) == 4
+    assert len({encode_sync(Run(s))[0] for s in [sync(5, 3, 2), *others]}) == 4
 
 
-GOOD_KEY, GOOD_VALUE = encode_sync(sync(5, 3, 2))
+# An exactly-once route: 3 transactions of 2, 3 and 1 records, a commit marker after each.
+TRANSACTIONS = [(10, 0), (11, 1), (12, 3), (13, 4), (14, 5), (15, 7)]
+
+
+def test_a_transaction_marker_is_a_step_of_the_run_not_a_new_one() -> None:
+    emitted = runs(TRANSACTIONS)
+    # Each transaction writes the sync of its own records: the run, grown by one step.
+    assert emitted == [Run(sync(10, 0, None)), Run(sync(10, 0, None), ((2, 0, 1),)),
+                       Run(sync(10, 0, None), ((2, 0, 1), (3, 0, 1)))]
+    assert len({encode_sync(r)[0] for r in emitted}) == 1  # compaction keeps one record
+    assert kept_syncs(emitted) == [sync(10, 0, None), sync(12, 3, 11), sync(15, 7, 14)]
+    for committed, target in [(10, 0), (11, 1), (12, 3), (14, 5), (15, 7), (16, 8)]:
+        assert translate(write(TRANSACTIONS), committed, 16) == Exact(target)
+
+
+def test_a_run_takes_at_most_max_steps_then_a_new_one_starts() -> None:
+    pairs = [(n, 2 * n) for n in range(MAX_STEPS + 3)]  # a marker after every record
+    emitted = runs(pairs)
+    assert [len(r.steps) for r in emitted] == [*range(MAX_STEPS + 1), 0, 1]
+    assert emitted[-1].start == sync(MAX_STEPS + 1, 2 * MAX_STEPS + 2, MAX_STEPS)
+    assert write(pairs) == [sync(n, 2 * n, None if n == 0 else n - 1) for n in range(MAX_STEPS + 3)]
+
+
+def test_a_reader_keeps_the_last_record_of_each_run() -> None:
+    grown = runs(TRANSACTIONS)
+    # Read in log order, every version of the run: the last one is what compaction keeps.
+    assert sorted(kept_syncs(grown), key=lambda s: s.source_offset) == kept_syncs(grown[-1:])
+    assert kept_syncs(grown[:2]) == [sync(10, 0, None), sync(12, 3, 11)]  # a crash lost the third
+
+
+GOOD_KEY, GOOD_VALUE = encode_sync(Run(sync(5, 3, 2)))
 MALFORMED = [
     # key, value, what the error names
     (b"\xff", GOOD_VALUE, "key is not UTF-8 JSON"),
@@ -174,6 +224,13 @@ MALFORMED = [
     (GOOD_KEY, b"{}", "value target_offset"),
     (GOOD_KEY, b'{"target_offset":1.5}', "value target_offset"),
     (GOOD_KEY, b'{"target_offset":3,"previous_source_offset":"2"}', "previous_source_offset"),
+    (GOOD_KEY, b'{"target_offset":3,"steps":4}', "steps: expected a list"),
+    (GOOD_KEY, b'{"target_offset":3,"steps":["4"]}', "steps: expected records or"),
+    (GOOD_KEY, b'{"target_offset":3,"steps":[[4,0]]}', "steps: expected records or"),
+    (GOOD_KEY, b'{"target_offset":3,"steps":[true]}', "steps: expected records or"),
+    (GOOD_KEY, b'{"target_offset":3,"steps":[-1]}', "steps: expected an integer"),
+    (GOOD_KEY, b'{"target_offset":3,"steps":[0]}', "at least one record"),
+    (GOOD_KEY, b'{"target_offset":3,"steps":[[2,0,0]]}', "skips something"),
 ]
 
 
@@ -288,10 +345,10 @@ def test_a_crash_replay_never_makes_translation_skip(
     base = (first[-1][1] + 1 + data.draw(STEP)) if first else 0
     shift = base - pairs[resume][1] if resume < now else 0
     again = [(s, t + shift) for s, t in pairs[resume:now]]
-    first_syncs = write(first)
-    durable = sum(1 for x in first_syncs if resume and x.source_offset <= pairs[resume - 1][0])
-    kept = data.draw(st.integers(durable, len(first_syncs)))
-    syncs = first_syncs[:kept] + write(again)
+    first_runs = runs(first)
+    durable = sum(1 for x in first_runs if resume and x.last.source_offset <= pairs[resume - 1][0])
+    kept = data.draw(st.integers(durable, len(first_runs)))
+    syncs = kept_syncs(first_runs[:kept]) + write(again)
     if not syncs:
         return
     copies: dict[int, list[int]] = {}

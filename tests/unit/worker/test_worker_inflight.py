@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from replicator.domain.offset_sync import OffsetSync
+from replicator.domain.offset_sync import OffsetSync, Run
 from replicator.worker.inflight import InFlight
 
 A, B = ("orders", 0), ("orders", 1)
@@ -128,13 +128,26 @@ def test_a_report_without_an_offset_settles_the_record_and_the_next_one_starts_a
     assert not inflight.syncs
     assert inflight.commit_positions() == {A: 2}
     report(inflight, A, 2)  # would follow the first run; the writer started over, so a new run
-    assert [(s.source_offset, s.target_offset, s.previous_source_offset) for s in inflight.syncs] == [(2, 2, None)]
+    assert [(r.start.source_offset, r.start.target_offset, r.start.previous_source_offset, r.steps)
+            for r in inflight.syncs] == [(2, 2, None, ())]
 
 
 def test_a_sync_of_a_partition_no_longer_owned_is_ignored() -> None:
     inflight = InFlight()
-    inflight.sync_delivered(OffsetSync("orders", 0, 5, 5, None))
+    inflight.sync_delivered(Run(OffsetSync("orders", 0, 5, 5, None)))
     assert inflight.commit_positions() == {}
+
+
+def test_a_step_over_a_marker_holds_the_commit_until_the_grown_run_is_acknowledged() -> None:
+    """An exactly-once route: records 0, 1 in one transaction, 2 in the next (its commit marker at target 2)."""
+    inflight = run([("open", A), ("produce", A, [0, 1, 2]), ("report", A, 0), ("report", A, 1), ("sync_acked",)])
+    assert inflight.commit_positions() == {A: 2}
+    report(inflight, A, 3)
+    (grown,) = inflight.syncs
+    assert grown == Run(OffsetSync("orders", 0, 0, 0, None), ((2, 0, 1),))  # the same run, one step longer
+    assert inflight.commit_positions() == {A: 2}  # not past the step until its record is written
+    inflight.sync_delivered(inflight.syncs.popleft())
+    assert inflight.commit_positions() == {A: 3}
 
 
 def test_a_merged_target_names_the_source_topics_in_produce_order_per_partition() -> None:

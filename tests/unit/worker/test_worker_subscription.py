@@ -40,6 +40,7 @@ def test_the_first_refresh_makes_the_sync_topic_and_the_target_topics(kafka: Fak
     assert set(target.topics) == {sub.sync_topic, "source.orders", "source.payments"}
     assert len(target.topics["source.orders"].logs) == 2
     assert target.topics[sub.sync_topic].configs["cleanup.policy"] == "compact"
+    assert target.topics[sub.sync_topic].configs["segment.ms"] == "3600000"  # compaction keeps a run's last record
     assert sub.target_of == {"orders": "source.orders", "payments": "source.payments"}
     assert sub.source_of == {"source.orders": "orders", "source.payments": "payments"}
     assert sub.partitions == {"orders": 2, "payments": 1}
