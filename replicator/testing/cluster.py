@@ -87,6 +87,11 @@ class FakeCluster:
         # API call is already in progress", both retriable, for as long as that producer lives (seen after a
         # target restart: 6.5 minutes, until the worker's partitions moved).
         self.stuck_commits = 0
+        # librdkafka #5456/#5511: once a transactional producer lost the cluster (it reported all brokers down)
+        # and found it again, its send_offsets_to_transaction may never return. True: it never does; the calls
+        # that would have hung are counted in ``hung_offsets`` (and block for good: a worker gives them up).
+        self.offsets_hang_after_outage = False
+        self.hung_offsets = 0
         # The brokers' offset.metadata.max.bytes: a committed offset's metadata longer than this is refused.
         self.offset_metadata_max_bytes = 4096
         # Requests to time out before answering again, by name ("committed", "list_topics", ...).

@@ -16,7 +16,10 @@ The calls and their errors as librdkafka (2.x) makes them:
 - ``commit_transaction`` flushes first (delivery reports are served from it). ``abort_transaction``
   purges what is queued and serves those reports (``_PURGE_QUEUE``) before it returns, as librdkafka's
   abort does (it flushes after the purge).
-- A cluster that does not answer: a retriable ``_TIMED_OUT``; the transaction stays as it was.
+- A cluster that does not answer: a retriable ``_TIMED_OUT``; the transaction stays as it was. ``poll``
+  and ``flush`` report it once through ``error_cb`` (``_ALL_BROKERS_DOWN``, "1/1 brokers are down"), as
+  librdkafka does; with the cluster's ``offsets_hang_after_outage``, this producer's
+  ``send_offsets_to_transaction`` never returns after that (librdkafka #5456/#5511).
 
 A crashed producer's open transaction stays open (holding back ``read_committed`` readers of the
 partitions it wrote) until a producer with its transactional id starts: the fakes do not run the
@@ -25,6 +28,7 @@ broker's ``transaction.timeout.ms``.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from typing import Any
 
@@ -54,6 +58,8 @@ class FakeTransactionalProducer(FakeProducer):
         self.abortable: KafkaError | None = None  # the error that dooms the open transaction
         self.fatal: KafkaError | None = None
         self.events: deque[KafkaError] = deque()  # for error_cb, served by poll and flush
+        self._away = False  # the cluster is unreachable, and that was reported
+        self.lost_cluster = False  # it was, at least once
 
     @property
     def coordinator(self) -> Coordinator:
@@ -82,6 +88,10 @@ class FakeTransactionalProducer(FakeProducer):
         """Add a group's offsets to the open transaction; refused (abortable) for a member no longer live, or for
         metadata longer than the brokers take."""
         txn = self._current("send_offsets_to_transaction")
+        if self.lost_cluster and self.cluster.offsets_hang_after_outage:
+            with self.cluster.lock:
+                self.cluster.hung_offsets += 1
+            threading.Event().wait()  # never returns
         group = self.cluster.group(group_metadata.group_id)
         if group_metadata.member_id is None:
             live = not group.alive()  # a consumer that never joined: taken for a group without members
@@ -157,12 +167,14 @@ class FakeTransactionalProducer(FakeProducer):
         """Serve error events, then delivery reports (learning of a fence when records are sent)."""
         self.process.checkpoint()
         self._check_fence()
+        self._watch_link()
         return self._serve_events() + super().poll(timeout)
 
     def flush(self, timeout: float | None = None) -> int:
         """Serve error events and purged records' reports, then deliver what is queued."""
         self.process.checkpoint()
         self._check_fence()
+        self._watch_link()
         self._serve_events()
         self._report_purged()
         return super().flush(timeout)
@@ -205,6 +217,14 @@ class FakeTransactionalProducer(FakeProducer):
         if self.epoch is not None and self.coordinator.fenced(self.transactional_id, self.epoch):
             self._become_fatal()
         self._raise_fatal()
+
+    def _watch_link(self) -> None:
+        """An unreachable cluster is reported once per outage (as librdkafka's error_cb does)."""
+        away = self.cluster.frozen or not self.process.reaches(self.cluster.name)
+        if away and not self._away:
+            self.events.append(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
+            self.lost_cluster = True
+        self._away = away
 
     def _check_fence(self) -> None:
         """Records sent by a fenced producer are refused: it learns it then."""

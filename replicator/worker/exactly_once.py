@@ -44,6 +44,7 @@ from replicator.worker import metrics
 from replicator.worker.bounded import Hung, bounded
 from replicator.worker.callbacks import shielded
 from replicator.worker.dead_letter import REQUEST_LIMIT, TOPIC_LIMIT, DeadLetterError, DeadLetterWriter
+from replicator.worker.links import UNREACHABLE
 from replicator.worker.records import TP
 from replicator.worker.route_worker import RouteFailed, WorkerTimeouts
 from replicator.worker.stall import discard
@@ -88,6 +89,7 @@ class ExactlyOnceWorker(TargetMember):
         self._opened_at = 0.0
         self._records = 0  # records handed to the producer in the open transaction
         self._lost_producer: str | None = None  # why the producer can no longer commit (the loop replaces it)
+        self._lost_target: str | None = None  # the producer reported the target unreachable (see _doubt_producer)
         self._fresh: Producer | None = None  # the replacement, until its init_transactions succeeded
         self._hung = False  # a call on the current producer never returned: it is not to be purged or destroyed
         self._aborting = False  # our own abort_transaction runs: the purged records' reports are expected
@@ -122,7 +124,7 @@ class ExactlyOnceWorker(TargetMember):
             producer.init_transactions(INIT_TIMEOUT_S)
         except KafkaException as exc:
             raise self._cannot_transact(exc.args[0]) from None
-        self._open, self._committing = False, None
+        self._open, self._committing, self._lost_target = False, None, None
         return producer
 
     def _cannot_transact(self, error: KafkaError) -> ConfigError | RouteFailed:
@@ -219,6 +221,7 @@ class ExactlyOnceWorker(TargetMember):
         records of partitions another worker copies again."""
         if not self._open:
             return
+        self._doubt_producer()
         if self._lost_producer is not None:
             self._replace_producer()  # nothing of the open transaction can commit
             return
@@ -231,9 +234,21 @@ class ExactlyOnceWorker(TargetMember):
             self._abort(f"{left} records not acknowledged by the target in time" if left else
                         "internal error" if self.unsafe else "the commit did not go through in time")
 
+    def _doubt_producer(self) -> None:
+        """A producer that lost the target (and found it again) is not asked to commit: after the coordinators
+        went away librdkafka's ``send_offsets_to_transaction`` may never return (#5456, #5511; the fault
+        harness: 19 of 19 target restarts and kills), and waiting out ``bounded``'s deadline held the copy
+        7 s more. A new producer copies again from the last commit instead: what the open transaction held
+        (its interval's records) is copied twice on the target, aborted once, visible once."""
+        if self._lost_target is not None and self._lost_producer is None:
+            self._lost_producer = f"it lost the target during the transaction ({self._lost_target})"
+
     def _commit_transaction(self) -> None:
         """Send the positions and commit; a commit that timed out is tried again with the same positions (the
         ledgers no longer say which partitions moved once asked)."""
+        self._doubt_producer()
+        if self._lost_producer is not None:
+            return
         if self._committing is None:
             self._committing = self._positions()
         positions = self._committing
@@ -364,8 +379,8 @@ class ExactlyOnceWorker(TargetMember):
                                     f"mirrorflow-{self.route.name}-{self.identity} (the same --worker-id?); {reason}")
                     log.error("route stops route=%s reason=%r", self.route.name, self.failure)
                 return
-            log.warning("producer fenced by the target, a new one copies again from the last commit (nothing of "
-                        "the open transaction is visible) route=%s reason=%r", self.route.name, reason)
+            log.warning("producer replaced, a new one copies again from the last commit (nothing of the open "
+                        "transaction is visible) route=%s reason=%r", self.route.name, reason)
             keys = self._give_up_open()
             if self._producer is not None and not self._hung:
                 discard(self._producer)  # (one a call hangs in stays with that call: destroying it may hang too)
@@ -387,7 +402,7 @@ class ExactlyOnceWorker(TargetMember):
                 self.failure = str(self._cannot_transact(error))
             return
         self.links.clear("starting transactions")
-        self._fresh, self._lost_producer = None, None
+        self._fresh, self._lost_producer, self._lost_target = None, None, None
 
     def _producer_failed(self, error: KafkaError) -> None:
         self._producer_lost(error)  # fenced (poll raises it): a new producer copies again from the last commit
@@ -428,6 +443,8 @@ class ExactlyOnceWorker(TargetMember):
         if error.fatal() or error.code() in (*PRODUCER_LOST, KafkaError._FATAL):
             self._producer_lost(error)
             return
+        if error.code() in UNREACHABLE and self._lost_target is None:
+            self._lost_target = error.str()
         super()._on_target_error(error)
 
     def _abort(self, reason: str) -> None:

@@ -195,7 +195,7 @@ def test_a_second_worker_with_the_same_id_fences_the_first_which_takes_its_produ
     produce(kafka["source"], 100, start=100)
     wait_until(lambda: all_visible(kafka, 200) and positions_at(kafka, 200), what="a copying on",
                alive=(a, b))
-    assert "producer fenced by the target, a new one copies again from the last commit" in caplog.text
+    assert "producer replaced, a new one copies again from the last commit" in caplog.text
     assert "worker id still held" in caplog.text  # b, waiting for the id a holds
     assert not any(r.exc_info for r in caplog.records), "a traceback was logged"
     assert a.finish() is None and b.finish() is None
@@ -256,6 +256,28 @@ def test_a_transactional_call_that_never_returns_is_given_up_and_the_producer_re
         assert a.finish() is None
     finally:
         stuck.set()
+    assert_exactly_once(kafka)
+
+
+def test_a_producer_that_lost_the_target_is_replaced_not_asked_to_commit(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the fault harness: after each target restart or kill the commit's send_offsets_to_transaction
+    hung (librdkafka #5456/#5511) until its deadline gave it up: records flowed again 19 s after a restart
+    (0.7 s on an at-least-once route). A producer that reported the target unreachable is replaced before it
+    is asked."""
+    kafka["target"].offsets_hang_after_outage = True
+    produce(kafka["source"], 100)
+    a = eos_worker(kafka, "a")
+    wait_until(lambda: all_visible(kafka, 100) and positions_at(kafka, 100), what="the first copy", alive=(a,))
+    kafka["target"].freeze()
+    produce(kafka["source"], 100, start=100)
+    wait_until(lambda: "target cluster unreachable" in caplog.text, what="the target reported away", alive=(a,))
+    kafka["target"].thaw()
+    wait_until(lambda: all_visible(kafka, 200) and positions_at(kafka, 200), what="the copy after the outage",
+               alive=(a,))
+    assert a.finish() is None
+    assert kafka["target"].hung_offsets == 0, "a producer that lost the target was asked to commit"
+    assert "it lost the target during the transaction (1/1 brokers are down)" in caplog.text
     assert_exactly_once(kafka)
 
 
