@@ -144,8 +144,10 @@ def watch_copy(env: Env, peer: Child, label: str, target_topic: str, size: int,
     result["cpu_s_per_gib_incl_startup"] = None if done_cpu is None else done_cpu / (data / GIB)
     if result["partial"]:
         progress(f"  {label}: {copied:,}/{env.records:,} records copied in the {budget_s:.0f} s budget")
-    progress(f"  {label}: start-up {result['startup_s']:.1f} s, copy {copy_s:.2f} s = "
-             f"{result['records_per_s']:,.0f} rec/s, {result['mb_per_s']:.1f} MB/s, "
+    # Copied between two looks (another topic's copy was being watched meanwhile): no rate to tell.
+    rate = (f"{result['records_per_s']:,.0f} rec/s, {result['mb_per_s']:.1f} MB/s" if copy_s >= POLL_S else
+            "copied before the first look, no rate")
+    progress(f"  {label}: start-up {result['startup_s']:.1f} s, copy {copy_s:.2f} s = {rate}, "
              f"CPU {result['cpu_s_copy'] or 0:.1f} s during the copy ({result['cpu_s_per_gib'] or 0:.1f} s/GiB), "
              f"{done_cpu or 0:.1f} s since launch")
     return result

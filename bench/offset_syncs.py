@@ -51,7 +51,7 @@ from procs import (  # noqa: E402
 )
 from scale import machine  # noqa: E402
 
-from replicator.domain.offset_sync import decode_sync  # noqa: E402
+from replicator.domain.offset_sync import MAX_STEPS, decode_sync  # noqa: E402
 
 TOPICS = ("plain", "txn")
 EOS_INTERVAL_MS = 100  # an exactly-once route's default transactions.interval_ms
@@ -180,18 +180,19 @@ def day_figures(label: str, topic: str, found: dict[str, int], settings: dict[st
 
     MirrorFlow at-least-once writes a sync per run start: per partition start in ``plain``, per source
     transaction in ``txn``; exactly-once, per partition per transaction of its own (every 100 ms) -- a busy
-    partition's copy is in every one. Its kept share is the measured one (a record per run of steps);
-    MM2 writes one per ``offset.lag.max`` records and keeps one per partition.
+    partition's copy is in every one. A day of them is kept as runs of MAX_STEPS + 1 run starts, one record
+    each (a short copy's runs are shorter: the measured "kept" is not a day's share). MM2 writes one per
+    ``offset.lag.max`` records and keeps one per partition.
     """
     syncs = found["syncs"]
     if label.startswith("MirrorFlow"):
         if label.endswith("exactly-once"):
             day = float(PARTITIONS * DAY_S * 1000 // EOS_INTERVAL_MS)
         elif topic == "plain":
-            day = float(syncs)  # one per partition start, whatever the rate
+            return float(syncs), float(found["kept"])  # one per partition start, whatever the rate
         else:
             day = per_day(syncs, settings["records"], transactions, _ns(settings), per_record=False)
-        return day, day * found["kept"] / syncs if syncs else 0.0
+        return day, day / (MAX_STEPS + 1)
     return per_day(syncs, settings["records"], 0, _ns(settings), per_record=True), float(found["kept"])
 
 

@@ -56,8 +56,8 @@ def test_the_table_keeps_what_compaction_keeps() -> None:
                        {"label": "MirrorMaker 2", "syncs": {"plain": found(1_000, 4), "txn": found(1_100, 4)}}]}
     rows = {tuple(r.split()[:3]): r.split() for r in table(report).splitlines() if r.startswith("Mirror")}
     assert rows[("MirrorFlow", "plain", "4")][-2:] == ["4", "4"]  # one per partition start, kept
-    # a sync per source transaction; kept: a record per 25 of them, as measured
-    assert rows[("MirrorFlow", "txn", "1,000")][-2:] == ["864,000", "34,560"]
+    # a sync per source transaction; kept: a record per run of MAX_STEPS + 1 (33) of them
+    assert rows[("MirrorFlow", "txn", "1,000")][-2:] == ["864,000", "26,182"]
     # exactly-once: a sync per partition per 100 ms transaction, 1 in 33 kept
     assert rows[("MirrorFlow", "exactly-once", "plain")][-2:] == ["3,456,000", "104,727"]
     assert rows[("MirrorMaker", "2", "plain")][-2:] == ["345,600", "4"]  # compaction keeps one per partition
