@@ -95,6 +95,7 @@ class ExactlyOnceWorker(TargetMember):
         self._aborting = False  # our own abort_transaction runs: the purged records' reports are expected
         self._stopping = False  # the worker is on its way out
         self._fencings: list[float] = []  # when producers were replaced for that
+        self._fenced = False  # the producer was lost while the target answered (counted in _fencings)
         self._moved: dict[TP, int] = {}  # source partition -> position, acknowledged in the transaction committing
         self._committing: dict[TP, tuple[int, str]] | None = None  # the positions of a commit under way
         self._retrying_since: float | None = None  # the commit under way answered "retry" first then
@@ -357,6 +358,9 @@ class ExactlyOnceWorker(TargetMember):
         loop; its open transaction is aborted by the target, nothing of it is visible."""
         if self._lost_producer is None:
             self._lost_producer = f"{error.name()}: {error.str()}"
+            # Lost while the target answered: maybe another worker runs with this id. After the target was away
+            # it is its transaction timed out (the epoch bumped), not a duplicate: not counted.
+            self._fenced = self._lost_target is None
 
     def _watch_producer(self) -> None:
         if self._lost_producer is not None:
@@ -371,7 +375,8 @@ class ExactlyOnceWorker(TargetMember):
         if self._fresh is None:
             reason = self._lost_producer or "fenced"
             now = time.monotonic()
-            self._fencings = [t for t in self._fencings if now - t < FENCING_WINDOW_S] + [now]
+            self._fencings = [t for t in self._fencings if now - t < FENCING_WINDOW_S] + [now] * self._fenced
+            self._fenced = False
             if len(self._fencings) > FENCINGS_ALLOWED:
                 if self.failure is None:
                     self.failure = (f"the target fenced this worker's producer {len(self._fencings)} times in "

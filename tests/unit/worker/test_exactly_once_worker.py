@@ -281,6 +281,43 @@ def test_a_producer_that_lost_the_target_is_replaced_not_asked_to_commit(
     assert_exactly_once(kafka)
 
 
+def test_producers_lost_with_the_target_over_and_over_do_not_stop_the_route(kafka: FakeKafka) -> None:
+    """Found by the fault harness (target restarts and kills, 12 in 2.5 min): each producer replaced after the
+    target came back was counted as fenced by another worker, and the sixth in 60 s stopped the route ("another
+    worker uses transactional id"). Only producers lost while the target answered count."""
+    produce(kafka["source"], 10)
+    a = eos_worker(kafka, "a")
+    wait_until(lambda: all_visible(kafka, 10), what="the first copy", alive=(a,))
+    for outage in range(1, 8):
+        kafka["target"].freeze()
+        produce(kafka["source"], 10, start=10 * outage)
+        wait_until(lambda: any(p.lost_cluster for p in kafka.producers["a"][-1:]), what="the outage seen",
+                   alive=(a,))
+        kafka["target"].thaw()
+        wait_until(lambda n=outage: all_visible(kafka, 10 * (n + 1)), what=f"the copy after outage {outage}",
+                   alive=(a,))
+    assert a.finish() is None
+    assert_exactly_once(kafka)
+
+
+def test_a_producer_fenced_over_and_over_while_the_target_answers_stops_the_route_naming_the_id(
+        kafka: FakeKafka) -> None:
+    """Another process with this worker's transactional id (a copy started with the same --worker-id that does
+    not wait for it): fenced 6 times in 60 s, the route stops and says why, rather than ping-pong for ever."""
+    produce(kafka["source"], 10)
+    a = eos_worker(kafka, "a", worker_id="w1")
+    wait_until(lambda: all_visible(kafka, 10), what="the first copy", alive=(a,))
+    other = FakeTransactionalProducer({"transactional.id": "mirrorflow-r-w1"}, kafka["target"])
+    for fence in range(1, 7):
+        other.init_transactions()
+        produce(kafka["source"], 1, start=10 + fence)
+        wait_until(lambda n=fence: len(kafka.producers["a"]) > n or not a.thread.is_alive(),
+                   what=f"fence {fence} seen", alive=() if fence == 6 else (a,))
+    failure = str(a.finish())
+    assert "fenced this worker's producer 6 times in 60 s" in failure, failure
+    assert "another worker uses transactional id mirrorflow-r-w1" in failure
+
+
 @pytest.mark.parametrize(("code", "says"), [
     (KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "refuses transactional id 'mirrorflow-r-w1': grant WRITE"),
     (KafkaError.CLUSTER_AUTHORIZATION_FAILED, "refuses idempotent writes: grant IDEMPOTENT_WRITE"),
