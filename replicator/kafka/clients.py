@@ -14,8 +14,15 @@ from replicator.config import Config, RouteConfig
 from replicator.domain.client_rules import CONSUMER_FIXED, PRODUCER_FIXED
 from replicator.domain.naming import group_id, positions_group_id
 
+# A broker back from a restart is found within a second: librdkafka's reconnect backoff doubles up to 10 s by
+# default, so after a restart of a few seconds the route's clients waited up to 10 s more before trying again
+# (the fault harness: flow 10.5 s after a 6 s target restart, the clients reconnected exactly 10 s after the
+# broker was back). Java's clients (MirrorMaker 2) use 1 s too.
+LINK_DEFAULTS = {"reconnect.backoff.max.ms": "1000"}
+
 # Settings that carry the no-loss guarantee: see replicator.domain.client_rules (a config cannot change them).
 CONSUMER_DEFAULTS = {
+    **LINK_DEFAULTS,
     "auto.commit.interval.ms": "250",  # the window of duplicates after a crash
     "fetch.min.bytes": "1",
     "fetch.wait.max.ms": "500",
@@ -28,6 +35,7 @@ CONSUMER_DEFAULTS = {
     "fetch.queue.backoff.ms": "20",
 }
 PRODUCER_DEFAULTS = {
+    **LINK_DEFAULTS,
     # Latency (bench/latency.py): at 2,000 records/s the copy added 6 ms (p50) over a plain consumer of the
     # source, 5 of them this wait; with 1 it adds 2 ms and copies as fast (bench/replication_bench.py). 0
     # sent a request per record and slowed the whole machine (p99 of every reader up).
@@ -84,6 +92,7 @@ def membership_settings(config: Config, route: RouteConfig, worker_id: str | Non
     target = config.cluster(route.target)
     static = {"group.instance.id": worker_id} if worker_id else {}
     return {
+        **LINK_DEFAULTS,
         "client.id": f"mirrorflow-{route.name}-member",
         **target.client_properties(route.consumer),
         **CONSUMER_FIXED,

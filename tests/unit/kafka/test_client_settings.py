@@ -52,3 +52,18 @@ def test_an_exactly_once_worker_commits_in_transactions_and_is_a_member_on_the_t
 
 def test_an_at_least_once_producer_is_not_transactional() -> None:
     assert "transactional.id" not in producer_settings(CONFIG, ROUTE, "w-1")
+
+
+def test_every_client_of_a_worker_finds_a_restarted_broker_within_a_second_unless_told_otherwise() -> None:
+    """The fault harness: librdkafka's 10 s reconnect backoff held an exactly-once route 10 s after a target
+    restart of 6 s. A user's own setting wins."""
+    from replicator.kafka.clients import membership_settings
+
+    route = EOS.routes[0]
+    for settings in (consumer_settings(EOS, route, "w"), producer_settings(EOS, route, "w"),
+                     membership_settings(EOS, route, "w"), producer_settings(CONFIG, ROUTE)):
+        assert settings["reconnect.backoff.max.ms"] == "1000"
+    slow = parse_config("clusters: {a: {bootstrap.servers: 'h:1'}, b: {bootstrap.servers: 'h:2'}}\n"
+                        "routes: [{name: r, source: a, target: b, topics: [t],"
+                        " producer: {reconnect.backoff.max.ms: 5000}}]\n")
+    assert producer_settings(slow, slow.routes[0])["reconnect.backoff.max.ms"] == "5000"
