@@ -124,13 +124,18 @@ class Run:
         return self.syncs()[-1] if self.steps else self.start
 
 
-def kept_syncs(runs: Iterable[Run]) -> list[OffsetSync]:
+def latest_runs(runs: Iterable[Run]) -> list[Run]:
     """What a reader of the syncs topic keeps of ``runs`` (in log order): the last record of each key, as
-    compaction does, expanded into run starts (any partitions, in no particular order)."""
+    compaction does."""
     latest: dict[tuple[str, int, int], Run] = {}
     for run in runs:
         latest[(run.start.topic, run.start.partition, run.start.source_offset)] = run
-    return [sync for run in latest.values() for sync in run.syncs()]
+    return list(latest.values())
+
+
+def kept_syncs(runs: Iterable[Run]) -> list[OffsetSync]:
+    """:func:`latest_runs` expanded into run starts (any partitions, in no particular order)."""
+    return [sync for run in latest_runs(runs) for sync in run.syncs()]
 
 
 class OffsetSyncWriter:
@@ -219,7 +224,7 @@ def translate(
     ``syncs``: one partition's, any order, duplicates harmless. ``replicated_end``:
     every record before it is on the target (see the module's contract), or None.
     """
-    runs = _run_starts(syncs)
+    runs = run_starts(syncs)
     if not runs:
         return Unknown()
     first = runs[0]
@@ -241,7 +246,7 @@ def translate_inverse(
     ``syncs`` and ``replicated_end`` as for :func:`translate`; ``Exact.target_offset``
     is a source offset here.
     """
-    runs = _run_starts(syncs)
+    runs = run_starts(syncs)
     if not runs:
         return Unknown()
     if position < runs[0].target_offset:
@@ -262,7 +267,8 @@ def translate_inverse(
     return Exact(run.source_offset + position - run.target_offset)
 
 
-def _run_starts(syncs: Sequence[OffsetSync]) -> list[OffsetSync]:
+def run_starts(syncs: Sequence[OffsetSync]) -> list[OffsetSync]:
+    """The run starts translation uses, rising on both sides (the tie and superseded-copy rules above)."""
     if len({(s.topic, s.partition) for s in syncs}) > 1:
         raise ValueError("translate: syncs of several partitions")
     best: dict[int, OffsetSync] = {}
@@ -336,8 +342,8 @@ def encode_sync(run: Run) -> tuple[bytes, bytes]:
     return dump_json(key), dump_json(value)
 
 
-def decode_sync(key: bytes, value: bytes) -> Run:
-    """The run of a record of the syncs topic; ValueError naming what is malformed."""
+def decode_sync_key(key: bytes) -> tuple[str, int, int]:
+    """(topic, partition, source offset of the run start) of a syncs topic key; ValueError when malformed."""
     parts = load_json(key, "offset sync key")
     if not (isinstance(parts, list) and len(parts) == 3):
         raise ValueError(
@@ -346,6 +352,13 @@ def decode_sync(key: bytes, value: bytes) -> Run:
     topic, partition, source_offset = parts
     if not (isinstance(topic, str) and topic):
         raise ValueError(f"offset sync key: topic must be a non-empty string, got {topic!r}")
+    return (topic, offset_field(partition, "offset sync key partition"),
+            offset_field(source_offset, "offset sync key source_offset"))
+
+
+def decode_sync(key: bytes, value: bytes) -> Run:
+    """The run of a record of the syncs topic; ValueError naming what is malformed."""
+    topic, partition, source_offset = decode_sync_key(key)
     fields = load_json(value, "offset sync value")
     if not isinstance(fields, dict):
         # ValueError, not TypeError: this is malformed input, not a caller's mistake.
@@ -353,8 +366,8 @@ def decode_sync(key: bytes, value: bytes) -> Run:
     previous = fields.get("previous_source_offset")
     start = OffsetSync(
         topic,
-        offset_field(partition, "offset sync key partition"),
-        offset_field(source_offset, "offset sync key source_offset"),
+        partition,
+        source_offset,
         offset_field(fields.get("target_offset"), "offset sync value target_offset"),
         None if previous is None else offset_field(previous, "offset sync value previous_source_offset"),
     )

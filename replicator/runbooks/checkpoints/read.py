@@ -13,27 +13,33 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
 import pendulum
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, RouteConfig
 from replicator.domain.checkpoint import Checkpoint, Partition, checkpoints_of_group
 from replicator.domain.group_filter import requested_group_problems
 from replicator.domain.naming import group_id, sync_topic_name
+from replicator.domain.offset_sync import Run
 from replicator.domain.replication_policy import ReplicationPolicy
+from replicator.domain.sync_pruning import stale_runs
 from replicator.domain.target_group import TargetGroupState, TargetOffset, plan_target_group
 from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import cluster_metadata
 from replicator.kafka.clients import admin_settings
 from replicator.kafka.groups import active_members, list_groups
-from replicator.kafka.topics import source_partitions
+from replicator.kafka.topics import source_partitions, watermarks
 from replicator.runbooks.checkpoints.offsets import for_each_group, read_committed
 from replicator.runbooks.checkpoints.syncs import SyncLog
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,7 @@ class PreparedCheckpoints:
     groups: tuple[str, ...]
     checkpoints: tuple[Checkpoint, ...]
     target_offsets: tuple[TargetOffset, ...]  # empty unless the route writes target groups
+    stale_syncs: tuple[Run, ...] = ()  # offset-sync runs below the source's log start: tombstoned by apply
 
 
 def prepare(config: Config, route_name: str, groups: Sequence[str] | None = None) -> PreparedCheckpoints:
@@ -73,13 +80,25 @@ def prepare(config: Config, route_name: str, groups: Sequence[str] | None = None
         log.close()
     target_of = {t: policy.format_remote_topic(route.source, t) for t in topics}
     syncs = log.syncs
+    stale = _stale_syncs(admin, {p: runs for p, runs in log.runs.items() if p[0] in topics}, on_source)
     committed = for_each_group(lambda group: read_committed(source, group, partitions, on_source), chosen)
     checkpoints = [c for group in chosen for c in checkpoints_of_group(
         group, committed[group], syncs, replicated_end, target_of)]
     plan: list[TargetOffset] = []
     if route.checkpoints.write_target_groups:
         plan = _plan_targets(target, checkpoints, on_target)
-    return PreparedCheckpoints(config, route, started, tuple(chosen), tuple(checkpoints), tuple(plan))
+    return PreparedCheckpoints(config, route, started, tuple(chosen), tuple(checkpoints), tuple(plan), stale)
+
+
+def _stale_syncs(admin: AdminClient, runs: dict[Partition, list[Run]], what: str) -> tuple[Run, ...]:
+    """The runs of the syncs no translation needs any more (their records retention deleted from the source);
+    none when the source's log starts cannot be read now (the next run prunes them)."""
+    try:
+        marks = watermarks(admin, sorted(runs))
+    except KafkaException as exc:
+        _log.warning("offset syncs not pruned this run %s error=%s", what, exc.args[0].str())
+        return ()
+    return tuple(run for partition, kept in sorted(runs.items()) for run in stale_runs(kept, marks[partition][0]))
 
 
 def _properties(config: Config, cluster: str) -> dict[str, str]:

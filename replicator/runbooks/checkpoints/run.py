@@ -23,10 +23,12 @@ import pendulum
 
 from replicator.config import Config, as_config
 from replicator.domain.checkpoint_run import CheckpointRun
+from replicator.domain.naming import sync_topic_name
 from replicator.domain.target_group import TargetOffset, TargetOutcome, offsets_to_commit
 from replicator.errors import ClusterError, MirrorFlowError
 from replicator.runbooks.checkpoints.offsets import commit, for_each_group
 from replicator.runbooks.checkpoints.read import PreparedCheckpoints, prepare
+from replicator.runbooks.checkpoints.syncs import retire_runs
 from replicator.runbooks.checkpoints.topic import checkpoints_topic_name, publish
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,7 @@ def apply(prepared: PreparedCheckpoints, dry_run: bool = False) -> CheckpointRun
             run = dataclasses.replace(run, target_offsets=tuple(_commit_all(target, run.target_offsets, what)))
         except ClusterError as exc:
             run = dataclasses.replace(run, error=str(exc))
+        _prune(target, prepared, what)
     run = dataclasses.replace(run, finished_at=pendulum.now("UTC"))
     log.info("checkpoint run route=%s status=%s groups=%d checkpoints=%d translated=%d committed=%d skipped=%d "
              "dry_run=%s", route.name, run.status.value, len(run.groups), len(run.checkpoints),
@@ -63,6 +66,21 @@ def apply(prepared: PreparedCheckpoints, dry_run: bool = False) -> CheckpointRun
     if not dry_run:
         _record(prepared.config, run)
     return run
+
+
+def _prune(target: dict[str, str], prepared: PreparedCheckpoints, what: str) -> None:
+    """Tombstones for the offset-sync runs below the source's log start; a failure waits for the next run."""
+    stale = prepared.stale_syncs
+    if not stale:
+        return
+    topic = sync_topic_name(prepared.route)
+    try:
+        retire_runs(target, topic, stale, what)
+    except ClusterError as exc:
+        log.warning("offset syncs not pruned route=%s error=%s", prepared.route.name, exc)
+        return
+    log.info("offset syncs pruned route=%s topic=%s runs=%d (below the source's log start)", prepared.route.name,
+             topic, len(stale))
 
 
 def _commit_all(target: dict[str, str], plan: Sequence[TargetOffset], what: str) -> list[TargetOffset]:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from replicator.domain.checkpoint import Partition
-from replicator.domain.offset_sync import OffsetSync, Run, decode_sync, kept_syncs
+from replicator.domain.offset_sync import OffsetSync, Run, decode_sync, decode_sync_key, encode_sync, kept_syncs
 from replicator.errors import ClusterError, MirrorFlowError
 from replicator.kafka.clients import admin_settings
 
@@ -36,13 +36,18 @@ class SyncLog:
         self._properties = dict(properties)
         self._consumer: Any = None
         self._position = 0
-        self._runs: dict[Partition, list[Run]] = defaultdict(list)
+        self._runs: dict[Partition, dict[int, Run]] = defaultdict(dict)  # the last record of each key
 
     @property
     def syncs(self) -> dict[Partition, list[OffsetSync]]:
         """The run starts read, by source (topic, partition): of each run its last record (as compaction
         keeps it), expanded."""
-        return {partition: kept_syncs(runs) for partition, runs in self._runs.items()}
+        return {partition: kept_syncs(runs.values()) for partition, runs in self._runs.items()}
+
+    @property
+    def runs(self) -> dict[Partition, list[Run]]:
+        """The runs read, by source (topic, partition): the last record of each key."""
+        return {partition: list(runs.values()) for partition, runs in self._runs.items()}
 
     def read_to_end(self) -> int:
         """Read up to the partition's current end; returns how many records were read this time."""
@@ -94,13 +99,17 @@ class SyncLog:
         return int(position) if position >= 0 else 0
 
     def _add(self, offset: int, key: bytes | None, value: bytes | None) -> None:
-        if key is None or value is None:
-            return  # not a sync (the hot path writes neither null keys nor tombstones)
+        if key is None:
+            return  # not a sync (the hot path writes no null keys)
         try:
+            if value is None:  # a tombstone: the run was pruned (compaction drops its records later)
+                topic, partition, source_offset = decode_sync_key(key)
+                self._runs[(topic, partition)].pop(source_offset, None)
+                return
             run = decode_sync(key, value)
         except ValueError as exc:
             raise CorruptSync(f"{self.what}: {self.topic} offset {offset}: {exc}") from None
-        self._runs[(run.start.topic, run.start.partition)].append(run)
+        self._runs[(run.start.topic, run.start.partition)][run.start.source_offset] = run
 
 
 def first_copies(properties: Mapping[str, str], topic: str, what: str) -> dict[Partition, int]:
@@ -111,3 +120,30 @@ def first_copies(properties: Mapping[str, str], topic: str, what: str) -> dict[P
         return {partition: min(s.source_offset for s in runs) for partition, runs in log.syncs.items() if runs}
     finally:
         log.close()
+
+
+def retire_runs(properties: Mapping[str, str], topic: str, runs: Sequence[Run], what: str,
+                timeout: float = 30.0) -> None:
+    """A tombstone for each of ``runs`` in the syncs topic: compaction then drops every record of those runs
+    (``domain.sync_pruning`` says which may go). ClusterError when the target does not take them all."""
+    failures: list[KafkaError] = []
+
+    def delivered(error: KafkaError | None, _message: object) -> None:
+        if error is not None:
+            failures.append(error)
+
+    producer = Producer({**admin_settings(properties), "acks": "all", "enable.idempotence": "true",
+                         "linger.ms": "5", "message.timeout.ms": str(int(timeout * 1000))})
+    for run in runs:
+        key, _ = encode_sync(run)
+        while True:
+            try:
+                producer.produce(topic, None, key, partition=0, on_delivery=delivered)
+                break
+            except BufferError:  # the queue is full: let it drain
+                producer.poll(0.1)
+        producer.poll(0)
+    left = producer.flush(timeout + 5)
+    if failures or left:
+        reason = failures[0].str() if failures else f"{left} tombstones still unacknowledged"
+        raise ClusterError(f"{what}: pruning {topic}: {reason}", retriable=True)

@@ -170,6 +170,50 @@ def test_group_with_an_active_member_on_backup_is_left_alone(  # type: ignore[no
         member.close()
 
 
+def test_syncs_of_records_retention_deleted_are_pruned_and_translation_stays_exact(  # type: ignore[no-untyped-def]
+        primary, backup, unique_name, tmp_path, workers) -> None:
+    """Two runs of syncs (the route restarted between two batches); the source deletes the first batch and a
+    bit of the second: the checkpoint run tombstones the first run, and a group that read from the new log
+    start still resumes on the target at exactly its next record, then and at the next run."""
+    from confluent_kafka.admin import AdminClient
+
+    from replicator.domain.offset_sync import decode_sync_key
+
+    topic, group, route = unique_name, f"{unique_name}-app", f"r-{unique_name[-8:]}"
+    create_topics(primary.bootstrap_servers, {topic: 1})
+    config = _config(tmp_path, primary, backup, route, topic, [group])
+    for tag in ("one", "two"):  # each worker starts a new run of syncs
+        write_batch(primary.bootstrap_servers, topic, 1, tag)
+        workers.append(Worker(config, route, log_dir=tmp_path))
+        wait_caught_up(primary.bootstrap_servers, route, topic, read_source(primary.bootstrap_servers, topic, 1))
+        assert workers[-1].terminate()[0] == 0
+    source = read_source(primary.bootstrap_servers, topic, 1)
+    second = end_offsets(primary.bootstrap_servers, topic, 1)[0] // 2  # where batch two starts
+    admin = AdminClient({"bootstrap.servers": primary.bootstrap_servers})
+    for future in admin.delete_records([TopicPartition(topic, 0, second + 8)]).values():
+        assert future.result(timeout=30).low_watermark == second + 8  # the new log start
+    commits = consume_part(primary.bootstrap_servers, group, topic, {0: 4})
+    syncs_topic = f"mirrorflow-offset-syncs.{route}.internal"
+
+    for _ in range(2):  # the second run reads the tombstone
+        [row] = checkpoint_json(config)["checkpoints"]
+        assert (row["source_offset"], row["status"]) == (commits[0], "exact")
+    consumer = Consumer({"bootstrap.servers": backup.bootstrap_servers, "group.id": "syncs-reader"})
+    consumer.assign([TopicPartition(syncs_topic, 0, 0)])
+    end, keys, tombstones = end_offsets(backup.bootstrap_servers, syncs_topic, 1)[0], set(), set()
+    try:
+        while consumer.position([TopicPartition(syncs_topic, 0)])[0].offset < end:
+            for msg in consumer.consume(100, 1.0):
+                key = decode_sync_key(msg.key())
+                (tombstones if msg.value() is None else keys).add(key)
+    finally:
+        consumer.close()
+    assert tombstones == {(topic, 0, 0)}, "the first batch's run is pruned, nothing else"
+    assert any(start >= second for _, _, start in keys - tombstones), "the second batch's run is kept"
+    resumed = resume_on_target(backup.bootstrap_servers, group, f"primary.{topic}", 1)
+    assert resumed[0] == [rec for offset, rec in source[0] if offset >= commits[0]]
+
+
 def test_unknown_route_or_group_exits_2_and_changes_nothing(primary, backup, unique_name, tmp_path) -> None:  # type: ignore[no-untyped-def]
     topic, group, route = unique_name, f"{unique_name}-app", f"r-{unique_name[-8:]}"
     create_topics(primary.bootstrap_servers, {topic: 1})
