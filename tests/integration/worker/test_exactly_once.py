@@ -153,6 +153,46 @@ def test_a_target_that_cannot_run_transactions_is_refused_at_start(pair, unique_
     assert "Traceback" not in run.stderr
 
 
+def test_a_target_that_does_not_grant_the_transactional_id_is_refused_at_start(pair, unique_name, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Bad input: the route's principal may do everything on the target but WRITE its transactional ids: exit 2
+    at once naming the cluster, the id and the ACL to grant, with no password and no traceback."""
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    from replicator.dev.localcluster import LocalClusterSpec
+    from replicator.kafka.admin import admin_client
+
+    source, _ = pair
+    port = free_port()
+    secured = LocalCluster(LocalClusterSpec("secured", tmp_path / "secured", port, port + 1, heap="256m",
+                                            authorizer=True, sasl_port=free_port(),
+                                            sasl_users={"mirror": "mirror-pa55word"}))
+    secured.start()
+    try:
+        grants = [AclBinding(kind, name, ResourcePatternType.LITERAL, "User:mirror", "*", AclOperation.ALL,
+                             AclPermissionType.ALLOW)
+                  for kind, name in [(ResourceType.TOPIC, "*"), (ResourceType.GROUP, "*"),
+                                     (ResourceType.BROKER, "kafka-cluster")]]
+        admin = admin_client(secured.spec.bootstrap_servers)  # the plaintext listener's ANONYMOUS is a super user
+        for future in admin.create_acls(grants).values():
+            future.result(timeout=15)
+        create_topics(source.spec.bootstrap_servers, {unique_name: 1})
+        config = tmp_path / "m.yaml"
+        config.write_text(
+            f"clusters:\n  primary: {{bootstrap.servers: '{source.spec.bootstrap_servers}'}}\n"
+            f"  backup: {{bootstrap.servers: '{secured.spec.sasl_bootstrap_servers}', security.protocol: "
+            "SASL_PLAINTEXT, sasl.mechanism: PLAIN, sasl.username: mirror, sasl.password: mirror-pa55word}\n"
+            f"routes: [{{name: once, source: primary, target: backup, topics: ['{unique_name}'], "
+            "guarantee: exactly-once}]\n")
+        run = subprocess.run([str(Path(sys.executable).parent / "mirrorflow"), "run", "--config", str(config)],
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        secured.stop()
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert "target cluster 'backup'" in run.stderr and "refuses transactional id 'mirrorflow-once-" in run.stderr
+    assert "grant WRITE and DESCRIBE on TransactionalId" in run.stderr
+    assert "mirror-pa55word" not in run.stderr + run.stdout and "Traceback" not in run.stderr
+
+
 def test_switching_a_route_between_the_guarantees_repeats_and_skips_nothing(pair, unique_name, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """at-least-once, then exactly-once, then at-least-once again (each worker stopped before the switch):
     each resumes at the furthest position either guarantee recorded, so every record is on the target once."""
