@@ -11,26 +11,34 @@ from replicator.cli.common import CONFIG, JSON, config_of, routes_of
 from replicator.cli.output import as_json, table
 
 if TYPE_CHECKING:
+    from replicator.kafka.route_status import PartitionStatus
     from replicator.state.transaction_counts import TransactionTotals
 
 
 def show_status(args: argparse.Namespace) -> int:
-    """Print the routes' partitions, and each exactly-once route's transactions; exit 0 even when lagging (it is
-    a report, not a check)."""
-    from replicator.kafka.route_status import route_status, transaction_totals
+    """Print the routes' partitions (with what retention deleted before they were copied), and each exactly-once
+    route's transactions; exit 0 even when lagging (it is a report, not a check)."""
+    from replicator.kafka.route_status import retention_losses, route_status, transaction_totals
 
     config = config_of(args)
     routes = routes_of(config, args.route)
     rows = [s for route in routes for s in route_status(config, route)]
+    losses = {route.name: retention_losses(config, route) for route in routes}
     totals = {route.name: transaction_totals(config, route) for route in routes if route.guarantee == "exactly-once"}
     if args.json:
-        print(as_json([{**dataclasses.asdict(s), "lag": s.lag, **_transactions_json(totals, s.route)} for s in rows]))
+        print(as_json([{**dataclasses.asdict(s), "lag": s.lag, **_losses_json(losses, s),
+                        **_transactions_json(totals, s.route)} for s in rows]))
         return 0
     print(table(
-        ["route", "guarantee", "topic", "partition", "source end", "committed", "lag", "last replicated (UTC)"],
+        ["route", "guarantee", "topic", "partition", "source end", "committed", "lag", "last replicated (UTC)",
+         "lost to retention"],
         [[s.route, s.guarantee, s.topic, s.partition, s.end_offset, s.committed, s.lag,
-          s.last_replicated.strftime("%Y-%m-%d %H:%M:%S") if s.last_replicated else None] for s in rows],
+          s.last_replicated.strftime("%Y-%m-%d %H:%M:%S") if s.last_replicated else None, _lost(losses, s)]
+         for s in rows],
     ))
+    unknown = sorted(name for name, found in losses.items() if found is None)
+    if unknown:
+        print(f"lost to retention: unknown for {', '.join(unknown)} (state database away)")
     if totals:
         print()
         print(table(["route", "transactions committed", "aborted", "since (UTC)"],
@@ -38,6 +46,24 @@ def show_status(args: argparse.Namespace) -> int:
                      if t is not None else [name, "unknown: state database away", None, None]
                      for name, t in totals.items()]))
     return 0
+
+
+def _lost(losses: dict[str, dict[tuple[str, int], list[tuple[int, int]]] | None], row: PartitionStatus) -> str | None:
+    """``150 at [100,250)``: how many records retention deleted before they were copied, and where."""
+    ranges = (losses.get(row.route) or {}).get((row.topic, row.partition))
+    if not ranges:
+        return None
+    count = sum(to - start for start, to in ranges)
+    return f"{count} at " + " ".join(f"[{start},{to})" for start, to in ranges)
+
+
+def _losses_json(losses: dict[str, dict[tuple[str, int], list[tuple[int, int]]] | None],
+                 row: PartitionStatus) -> dict[str, list[list[int]] | None]:
+    """The partition's lost ranges as ``[[from, to], ...]`` (empty: none; null: the state database is away)."""
+    found = losses.get(row.route)
+    if found is None:
+        return {"lost_to_retention": None}
+    return {"lost_to_retention": [[start, to] for start, to in found.get((row.topic, row.partition), [])]}
 
 
 def _transactions_json(totals: dict[str, TransactionTotals | None], route: str) -> dict[str, int | None]:
@@ -49,8 +75,8 @@ def _transactions_json(totals: dict[str, TransactionTotals | None], route: str) 
 
 STATUS = Command(
     "status", show_status,
-    help="per route and partition: guarantee, end offset, committed, lag, last copy; exactly-once routes' "
-         "transactions",
+    help="per route and partition: guarantee, end offset, committed, lag, last copy, records lost to retention; "
+         "exactly-once routes' transactions",
     options=(
         CONFIG,
         Option("--route", action="append", metavar="NAME", help="only this route (repeatable)"),

@@ -77,6 +77,22 @@ def _manual_topics(config: Config, route: RouteConfig) -> tuple[set[str], set[st
         return StateLink(route, store).manual_topics()
 
 
+def retention_losses(config: Config, route: RouteConfig) -> dict[tuple[str, int], list[tuple[int, int]]] | None:
+    """Per source partition, the offset ranges [from, to) retention deleted before the route copied them, as its
+    workers recorded them in the state DB (None when the DB does not answer)."""
+    from replicator.state.route_link import StateLink
+    from replicator.state.store import StateStore
+
+    with StateStore(config.state.url) as store:
+        rows = StateLink(route, store).data_losses()
+    if rows is None:
+        return None
+    out: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for topic, partition, lost_from, lost_to in rows:
+        out.setdefault((topic, partition), []).append((lost_from, lost_to))
+    return out
+
+
 def transaction_totals(config: Config, route: RouteConfig) -> TransactionTotals | None:
     """An exactly-once route's transactions committed and aborted, as its workers stored them in the state DB
     (None when the DB does not answer)."""

@@ -101,6 +101,11 @@ class StateLink:
                            lambda session: repository.record_data_loss(session, self.route.name, topic, partition,
                                                                        lost)))
 
+    def data_losses(self) -> list[tuple[str, int, int, int]] | None:
+        """(topic, partition, from, to) of each range retention deleted before the route copied it, oldest first
+        (None: the DB is away)."""
+        return self._read(lambda session: repository.data_losses(session, self.route.name))
+
     def transaction_totals(self) -> TransactionTotals | None:
         """The route's transactions committed and aborted, every worker run summed (None: the DB is away)."""
         return self._read(lambda session: transaction_counts.totals(session, self.route.name))

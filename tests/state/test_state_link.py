@@ -63,12 +63,14 @@ def test_lost_ranges_found_while_the_database_is_away_are_stored_once_it_answers
         link.data_loss("t", 1, (5, 9))
         link.data_loss("t", 0, (100, 250))  # the same range found again (the partition placed again)
         assert link.held() is None  # unknown while away: no answer is no hold
+        assert link.data_losses() is None  # `mirrorflow status`: unknown, not "none"
     assert len(_lines(caplog, AWAY)) == 1 and _lines(caplog, BACK) == []
     assert link.held() is None  # a read: the DB answers, the kept writes go first
     with store.session() as session:
         assert repository.data_losses(session, "r") == [("t", 0, 100, 250), ("t", 1, 5, 9)]
+    assert link.data_losses() == [("t", 0, 100, 250), ("t", 1, 5, 9)]
     [back] = _lines(caplog, BACK)
-    assert "route=r" in back and "skipped_writes=3 skipped_reads=1" in back
+    assert "route=r" in back and "skipped_writes=3 skipped_reads=2" in back
     assert len(_lines(caplog, AWAY)) == 1
 
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from confluent_kafka import TopicPartition
 
@@ -51,3 +56,15 @@ def test_lost_range_is_reported_exactly(primary, backup, unique_name, tmp_path, 
 
     with StateStore(f"sqlite:///{tmp_path / 'state.db'}") as store, store.session() as session:
         assert data_losses(session, "ret") == [(unique_name, 0, 100, 250)]
+    # `mirrorflow status` no longer says only "lag 0": the loss is there, with its range.
+    status = _status(config, "--json")
+    [row] = json.loads(status)
+    assert (row["topic"], row["lost_to_retention"]) == (unique_name, [[100, 250]])
+    assert "150 at [100,250)" in _status(config)
+
+
+def _status(config: Path, *args: str) -> str:
+    done = subprocess.run([str(Path(sys.executable).parent / "mirrorflow"), "status", "--config", str(config),
+                           *args], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
