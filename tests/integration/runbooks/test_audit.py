@@ -146,6 +146,32 @@ def test_a_replica_made_by_the_route_audits_clean_and_its_tail_is_pending(spark,
     assert report is not None and len(report.results) == summary["buckets"] >= PARTITIONS * 10
 
 
+def test_a_replica_made_by_an_exactly_once_route_audits_clean(spark, primary, backup, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The target has a commit marker after each transaction's records in each partition, and the worker reads
+    read_committed positions: the audit finds every record once, offsets with markers between, the tail
+    pending."""
+    topic = f"t-audit-eos-{uuid.uuid4().hex[:8]}"
+    create_topics(primary.bootstrap_servers, {topic: PARTITIONS})
+    produce(primary.bootstrap_servers, topic, _records(range(-OLD, IN_WINDOW)))
+    config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+        {"name": "p2bx", "source": "primary", "target": "backup", "topics": [topic],
+         "policy": {"mapping": {topic: f"{topic}.replica"}}, "guarantee": "exactly-once",
+         "transactions": {"max_records": 7}}])  # many transactions: markers all through the replica
+    worker = Worker(config, log_dir=tmp_path)
+    try:
+        done = {p: OLD + IN_WINDOW for p in range(PARTITIONS)}
+        wait_until(lambda: committed(primary.bootstrap_servers, "mirrorflow-p2bx", topic, PARTITIONS) == done,
+                   120, "the route to commit every record")
+    finally:
+        code, _ = worker.terminate()
+    assert code == 0, worker.output()[-2000:]
+    produce(primary.bootstrap_servers, topic, _records(range(IN_WINDOW, IN_WINDOW + TAIL)))  # never replicated
+    summary = run_audit(config, "p2bx", _iso(START), _iso(END), run_key="clean-eos", spark=spark)  # type: ignore[arg-type]
+    assert summary["status"] == "clean", summary["findings"]
+    assert summary["counts"] == {"source": PARTITIONS * (IN_WINDOW + TAIL) - 1, "target": PARTITIONS * IN_WINDOW - 1,
+                                 "pending": PARTITIONS * TAIL, "missing": 0, "duplicates": 0, "extra": 0}
+
+
 def _broken_replica(scenario: Scenario, backup) -> tuple[Path, int]:  # type: ignore[no-untyped-def]
     """A copy of the replica, by hand: one record lost, one twice, a foreign one, one tail record early."""
     handmade = f"{scenario.topic}.handmade"
