@@ -394,4 +394,41 @@ def _server_problems(compose: Compose, where: str, server: str) -> list[str]:
     return []
 
 
+PROMETHEUS_IMAGE = "prom/prometheus"
+PROMETHEUS_CONFIG = PurePosixPath("/etc/prometheus/prometheus.yml")
+
+
+def metrics_endpoints(compose: Compose) -> set[str]:
+    """``service:port`` of every ``mirrorflow run --metrics-port PORT`` in the file."""
+    out = set()
+    for name, argv in mirrorflow_argvs(compose):
+        if argv[:1] == ["run"] and "--metrics-port" in argv:
+            out.add(f"{name}:{argv[argv.index('--metrics-port') + 1]}")
+    return out
+
+
+def scrape_problems(compose: Compose, repo: Path) -> list[str]:
+    """Prometheus scrapes every worker's metrics port, and nothing else."""
+    found = {name: s for name, s in services(compose).items()
+             if image_repo_and_tag(str(s.get("image", "")))[0] == PROMETHEUS_IMAGE}
+    workers = metrics_endpoints(compose)
+    if not found:
+        return [f"no service runs {PROMETHEUS_IMAGE}, which would scrape {sorted(workers)}"] if workers else []
+    problems = []
+    for name, service in found.items():
+        host = container_to_host(service, PROMETHEUS_CONFIG, repo)
+        if host is None or not host.is_file():
+            problems.append(f"service {name}: {PROMETHEUS_CONFIG} is not mounted from the repo")
+            continue
+        config = yaml.safe_load(host.read_text(encoding="utf-8")) or {}
+        targets = {t for job in config.get("scrape_configs") or [] for static in job.get("static_configs") or []
+                   for t in static.get("targets") or []}
+        for missing in sorted(workers - targets):
+            problems.append(f"service {name}: {host.relative_to(repo)} does not scrape worker {missing}")
+        for extra in sorted(targets - workers):
+            problems.append(f"service {name}: {host.relative_to(repo)} scrapes {extra}, which is no worker's "
+                            f"--metrics-port ({', '.join(sorted(workers)) or 'none'})")
+    return problems
+
+
 # --- tests on the real file -----------------------------------------------------------

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 import urllib.request
+from pathlib import Path
 
 from replicator.kafka.admin import create_topics
 from tests.kafka_io import end_offsets, produce, total, wait_until
@@ -38,3 +40,11 @@ def test_metrics_endpoint(primary, backup, unique_name, tmp_path, workers) -> No
     for histogram in ("mirrorflow_loop_turn_seconds", "mirrorflow_topic_refresh_seconds"):
         counts = re.findall(rf'^{histogram}_count{{route="metered"}} (\d+)\.0$', text, re.MULTILINE)
         assert counts and int(counts[0]) > 0, histogram
+    # Every metric the Grafana dashboard queries is on a running worker's /metrics.
+    dashboard = json.loads((Path(__file__).parents[3] / "docker/grafana/dashboards/mirrorflow.json").read_text())
+    queried = {m for p in dashboard["panels"] for t in p.get("targets", [])
+               for m in re.findall(r"\bmirrorflow_[a-z_]+", t["expr"])}
+    assert queried
+    missing = [m for m in sorted(queried)
+               if not any(f"# TYPE {name} " in text for name in (m, re.sub(r"_(bucket|sum|count)$", "", m)))]
+    assert not missing, f"queried by the dashboard, not on /metrics: {missing}"

@@ -31,8 +31,10 @@ from tests.compose_checks import (
     kafka_services,
     kafka_version_problems,
     load_compose,
+    metrics_endpoints,
     mirrorflow_argvs,
     mount_problems,
+    scrape_problems,
     services,
 )
 
@@ -80,6 +82,12 @@ def test_clusters_use_the_dev_ports_on_the_host(compose: Compose) -> None:
 
 def test_config_clusters_are_compose_listeners(compose: Compose) -> None:
     problems = bootstrap_problems(compose, REPO)
+    assert not problems, "\n".join(problems)
+
+
+def test_prometheus_scrapes_every_worker(compose: Compose) -> None:
+    assert len(metrics_endpoints(compose)) >= 2, "the compose file runs fewer than two metered workers"
+    problems = scrape_problems(compose, REPO)
     assert not problems, "\n".join(problems)
 
 
@@ -175,6 +183,14 @@ BROKEN = [
         _set(f"{BACKUP_ENV}.KAFKA_LISTENERS", "INTERNAL://:9092,CONTROLLER://:9093,HOST://:9094"),
         "binds port 9094",
         id="bound-port",
+    ),
+    pytest.param(
+        scrape_problems, _set("services.worker-2.command", ["mirrorflow", "run", "--metrics-port", "9999"]),
+        "does not scrape worker worker-2:9999", id="scrape-missing",
+    ),
+    pytest.param(
+        scrape_problems, _delete("services.worker-1"), "scrapes worker-1:9108, which is no worker",
+        id="scrape-extra",
     ),
     pytest.param(
         bootstrap_problems, _rename_service("primary", "kafka1"), "is no compose service",
