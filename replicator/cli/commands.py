@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
 Handler = Callable[[argparse.Namespace], int]
 """What runs a command: the parsed arguments in, the process exit code out."""
 
@@ -30,6 +32,7 @@ class Option:
     required: bool = False
     choices: tuple[str, ...] | None = None
     type: Callable[[str], object] | None = None
+    nargs: Literal["?", "*"] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,10 @@ def add_command(subparsers: Any, declared: Command | Group) -> None:
     parser = subparsers.add_parser(declared.name, help=declared.help, description=description)
     for option in declared.options:
         parser.add_argument(option.flag, **_keywords(option))
+    # `mirrorflow status --log-level info` as well as `mirrorflow --log-level info status`: given after the
+    # command it wins, not given there it leaves the one before the command (or its default) alone.
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default=argparse.SUPPRESS,
+                        help="log verbosity on stderr (as before the command)")
     parser.set_defaults(handler=declared.run)
 
 
@@ -77,5 +84,5 @@ def _keywords(option: Option) -> dict[str, Any]:
     default = (os.environ.get(option.env) or option.default) if option.env else option.default
     given = {"action": option.action, "help": option.help, "metavar": option.metavar, "dest": option.dest,
              "default": default, "required": option.required or None, "choices": option.choices,
-             "type": option.type}
+             "type": option.type, "nargs": option.nargs}
     return {key: value for key, value in given.items() if value is not None}

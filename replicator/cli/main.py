@@ -22,7 +22,7 @@ from replicator.cli import (
     sync_cmd,
     topics_cmd,
 )
-from replicator.cli.commands import Command, Group, add_command
+from replicator.cli.commands import LOG_LEVELS, Command, Group, add_command
 from replicator.errors import MirrorFlowError
 from replicator.logs import LEVEL_ENV, setup_logging
 
@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-level",
         default=os.environ.get(LEVEL_ENV, "warning"),
-        choices=["debug", "info", "warning", "error"],
+        choices=LOG_LEVELS,
         help=f"log verbosity on stderr (env {LEVEL_ENV}; default: warning)",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)

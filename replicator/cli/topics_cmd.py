@@ -1,4 +1,5 @@
-"""``mirrorflow topics add|remove|list ROUTE [TOPIC]``: change a running route's topics, no restart."""
+"""``mirrorflow topics add|remove|list --route ROUTE [--topic TOPIC]`` (or ``ROUTE [TOPIC]``): change a running
+route's topics, no restart."""
 
 from __future__ import annotations
 
@@ -7,6 +8,25 @@ import argparse
 from replicator.cli.commands import Command, Group, Option
 from replicator.cli.common import CONFIG, config_of
 from replicator.cli.output import table
+from replicator.errors import UsageError
+
+
+def _route_and_topic(args: argparse.Namespace, topic_wanted: bool) -> tuple[str, str | None]:
+    """The route and topic, given as ``--route``/``--topic`` or, as before, by position (``ROUTE [TOPIC]``)."""
+    words = list(args.names)
+    route = args.route or (words.pop(0) if words else None)
+    topic = getattr(args, "topic", None)
+    if topic_wanted and topic is None and words:
+        topic = words.pop(0)
+    command = f"topics {args.action}"
+    if route is None:
+        raise UsageError(f"{command}: name the route (--route NAME)")
+    if topic_wanted and topic is None:
+        raise UsageError(f"{command}: name the topic (--topic NAME)")
+    if words:
+        raise UsageError(f"{command}: unexpected {' '.join(words)!r} (route {route!r}"
+                         f"{f', topic {topic!r}' if topic_wanted else ''} given)")
+    return route, topic
 
 
 def change_topic(args: argparse.Namespace) -> int:
@@ -15,13 +35,14 @@ def change_topic(args: argparse.Namespace) -> int:
     from replicator.state.repository import register_routes, set_topic
     from replicator.state.store import StateStore
 
+    name, topic = _route_and_topic(args, topic_wanted=True)
     config = config_of(args)
-    route = config.route(args.route)
+    route = config.route(name)
     desired = DesiredState.REPLICATE if args.action == "add" else DesiredState.REMOVED
     with StateStore(config.state.url) as store:
         with store.session() as session:
             register_routes(session, [route])
-            row = set_topic(session, route.name, args.topic, desired, AddedBy.CLI)
+            row = set_topic(session, route.name, str(topic), desired, AddedBy.CLI)
     print(f"route {route.name}: topic {row.topic} -> {row.desired_state}")
     return 0
 
@@ -31,8 +52,9 @@ def list_topics(args: argparse.Namespace) -> int:
     from replicator.state.repository import register_routes, route_topics
     from replicator.state.store import StateStore
 
+    name, _ = _route_and_topic(args, topic_wanted=False)
     config = config_of(args)
-    route = config.route(args.route)
+    route = config.route(name)
     with StateStore(config.state.url) as store:
         with store.session() as session:
             register_routes(session, [route])
@@ -42,13 +64,15 @@ def list_topics(args: argparse.Namespace) -> int:
     return 0
 
 
-ROUTE, TOPIC = Option("route"), Option("topic")
+ROUTE = Option("--route", metavar="NAME", help="the route (or give it first by position)")
+TOPIC = Option("--topic", metavar="NAME", help="the topic (or give it by position, after the route)")
+NAMES = Option("names", nargs="*", metavar="ROUTE [TOPIC]", help="the route and topic by position (as before)")
 
 TOPICS = Group("topics", help="add or remove topics of a route (running workers follow within seconds)", commands=(
     Command("add", change_topic, help="replicate TOPIC on ROUTE, even if the route's patterns do not match it",
-            options=(CONFIG, ROUTE, TOPIC)),
+            options=(CONFIG, ROUTE, TOPIC, NAMES)),
     Command("remove", change_topic, help="stop replicating TOPIC on ROUTE, even if the route's patterns match it",
-            options=(CONFIG, ROUTE, TOPIC)),
+            options=(CONFIG, ROUTE, TOPIC, NAMES)),
     Command("list", list_topics, help="the topics of ROUTE: wanted state and last reported status",
-            options=(CONFIG, ROUTE)),
+            options=(CONFIG, ROUTE, NAMES)),
 ))

@@ -38,6 +38,24 @@ def test_every_command_has_help(argv: list[str], capsys: pytest.CaptureFixture[s
     assert "usage: mirrorflow" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(("argv", "level"), [
+    (["status"], "warning"),
+    (["--log-level", "info", "status"], "info"),
+    (["status", "--log-level", "debug"], "debug"),  # after the command too (#15: one CLI style)
+    (["--log-level", "info", "status", "--log-level", "error"], "error"),  # the later one wins
+    (["config", "check", "--log-level", "info"], "info"),  # and after a group's action
+])
+def test_the_log_level_goes_before_or_after_the_command(argv: list[str], level: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MIRRORFLOW_LOG_LEVEL", raising=False)
+    assert build_parser().parse_args(argv).log_level == level
+
+
+def test_a_bad_log_level_after_the_command_exits_2_naming_it() -> None:
+    done = _run("status", "--log-level", "loud")
+    assert done.returncode == 2 and "argument --log-level: invalid choice: 'loud'" in done.stderr
+
+
 def test_unknown_command_exits_2_with_one_line() -> None:
     done = _run("frobnicate")
     assert done.returncode == 2
