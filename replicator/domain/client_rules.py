@@ -38,6 +38,22 @@ UNUSED = {
 }
 
 
+# What to set instead of a fixed key, where MirrorFlow has a setting for the wish behind it.
+INSTEAD = {
+    "auto.offset.reset": "where a route starts without committed offsets is its `start:` (earliest, latest or a "
+                         "time)",
+    "enable.auto.commit": "the worker commits an offset only once the target acknowledged the record",
+    "enable.auto.offset.store": "the worker commits an offset only once the target acknowledged the record",
+    "isolation.level": "aborted source transactions are never copied",
+    "acks": "for records, positions and syncs committed together set the route's `guarantee: exactly-once`",
+    "enable.idempotence": "for records, positions and syncs committed together set the route's "
+                          "`guarantee: exactly-once`",
+    "message.timeout.ms": "a target that does not answer pauses the route, which loses nothing; the SLA "
+                          "runbook alerts on the lag",
+    "group.protocol": "the workers of a route share its partitions with KIP-848's broker-driven assignment",
+}
+
+
 def refused_overrides(properties: Mapping[str, str], *fixed: Mapping[str, str]) -> list[tuple[str, str]]:
     """(key, why) for each key of ``properties`` the worker would overwrite."""
     problems = []
@@ -51,5 +67,7 @@ def refused_overrides(properties: Mapping[str, str], *fixed: Mapping[str, str]) 
         for table in fixed:
             if key in table and value.strip().lower() != table[key]:
                 why = f"MirrorFlow sets {key}={table[key]} (replication without loss depends on it); remove it"
+                if key in INSTEAD:
+                    why += f" ({INSTEAD[key]})"
                 problems.append((key, why))
     return problems

@@ -116,7 +116,8 @@ def test_config_path_comes_from_environment_when_not_given(tmp_path: Path) -> No
     ("consumer", "enable.auto.commit: false",
      "routes[0].consumer.enable.auto.commit: MirrorFlow sets enable.auto.commit=true"),
     ("consumer", "auto.offset.reset: earliest",
-     "routes[0].consumer.auto.offset.reset: MirrorFlow sets auto.offset.reset=error"),
+     "routes[0].consumer.auto.offset.reset: MirrorFlow sets auto.offset.reset=error (replication without loss "
+     "depends on it); remove it (where a route starts without committed offsets is its `start:`"),
     ("consumer", "group.id: mine", "routes[0].consumer.group.id: set by MirrorFlow (every worker of a route joins"),
     ("consumer", "group.instance.id: w1", "routes[0].consumer.group.instance.id: set by MirrorFlow (a static identity"),
     ("producer", "acks: 1", "routes[0].producer.acks: MirrorFlow sets acks=all"),
