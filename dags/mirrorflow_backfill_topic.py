@@ -38,6 +38,7 @@ audit DAG). Without Airflow: `mirrorflow backfill --route R --topic T --from T1 
     catchup=False,
     max_active_runs=1,
     tags=["mirrorflow"],
+    description=__doc__,
     doc_md=DOC,
     params={
         "route": Param("", type="string", description="the route"),

@@ -20,6 +20,7 @@ unreachable cluster, so a dead cluster shows red here before replication lags.
     catchup=False,
     max_active_runs=1,
     tags=["mirrorflow"],
+    description=__doc__,
     doc_md=DOC,
     default_args={"retries": 1, "retry_delay": pendulum.duration(seconds=30)},
 )

@@ -45,7 +45,7 @@ PARAMS = {
 def mirrorflow_failback() -> None:
     from replicator.airflow.runbook_dag import runbook_dag
 
-    runbook_dag("mirrorflow_failback", "replicator.runbooks.failback.run", STEPS, PARAMS, DOC)
+    runbook_dag("mirrorflow_failback", "replicator.runbooks.failback.run", STEPS, PARAMS, DOC, __doc__)
 
 
 mirrorflow_failback()

@@ -45,7 +45,7 @@ PARAMS = {
 def mirrorflow_failover() -> None:
     from replicator.airflow.runbook_dag import runbook_dag
 
-    runbook_dag("mirrorflow_failover", "replicator.runbooks.failover.run", STEPS, PARAMS, DOC)
+    runbook_dag("mirrorflow_failover", "replicator.runbooks.failover.run", STEPS, PARAMS, DOC, __doc__)
 
 
 mirrorflow_failover()

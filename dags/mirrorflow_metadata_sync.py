@@ -26,6 +26,7 @@ applied, and the run ends failed. The same without Airflow: `mirrorflow sync`.
     catchup=False,
     max_active_runs=1,
     tags=["mirrorflow"],
+    description=__doc__,
     doc_md=DOC,
     params={
         "route": Param(None, type=["null", "string"], description="one route (default: all)"),

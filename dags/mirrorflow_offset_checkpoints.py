@@ -30,6 +30,7 @@ read or written fails the run, named in the task log. The same without Airflow:
     catchup=False,
     max_active_runs=1,
     tags=["mirrorflow"],
+    description=__doc__,
     doc_md=DOC,
     params={
         "route": Param(None, type=["null", "string"], description="one route, now (default: every due one)"),

@@ -43,6 +43,7 @@ Spec and result files: `$MIRRORFLOW_WORK_DIR` (default `runs/` next to the confi
     catchup=False,
     max_active_runs=1,
     tags=["mirrorflow"],
+    description=__doc__,
     doc_md=DOC,
     default_args={"retries": 1, "retry_delay": pendulum.duration(minutes=2)},
     params={"route": Param(None, type=["null", "string"], description="one route (default: every route)")},

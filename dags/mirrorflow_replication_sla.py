@@ -31,6 +31,7 @@ task and is sent again by the next run. Trigger with `route` to check one route 
     catchup=False,
     max_active_runs=1,
     tags=["mirrorflow"],
+    description=__doc__,
     doc_md=DOC,
     params={"route": Param(None, type=["null", "string"], description="one route (default: every route)")},
 )

@@ -27,6 +27,7 @@ Trigger by hand with `route` to run one route now, whatever its interval.
     catchup=False,
     max_active_runs=1,
     tags=["mirrorflow"],
+    description=__doc__,
     doc_md=DOC,
     params={"route": Param(None, type=["null", "string"], description="one route, now (default: every due one)")},
 )

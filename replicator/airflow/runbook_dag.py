@@ -31,10 +31,12 @@ START_DATE = pendulum.datetime(2026, 1, 1, tz="UTC")
 Run = dict[str, Any]  # a run as plain JSON: what each task returns and the next one takes
 
 
-def runbook_dag(dag_id: str, runbook: str, steps: Sequence[str], params: Mapping[str, Param], doc: str) -> DAG:
-    """The DAG ``dag_id``: ``start``, then a task per step of ``runbook`` (``reverse-copy``: ``reverse_copy``)."""
+def runbook_dag(dag_id: str, runbook: str, steps: Sequence[str], params: Mapping[str, Param], doc: str,
+                description: str | None = None) -> DAG:
+    """The DAG ``dag_id``: ``start``, then a task per step of ``runbook`` (``reverse-copy``: ``reverse_copy``);
+    ``description`` is what the DAG list shows."""
     with DAG(dag_id=dag_id, schedule=None, start_date=START_DATE, catchup=False, max_active_runs=1,
-             tags=["mirrorflow"], doc_md=doc, params=dict(params)) as built:
+             tags=["mirrorflow"], description=description, doc_md=doc, params=dict(params)) as built:
         run = _start_task(runbook, tuple(params))()
         for step in steps:
             run = _step_task(runbook, step, last=step == steps[-1])(run)

@@ -31,6 +31,8 @@ def test_dagbag_imports_every_file_without_errors(airflow_db: None) -> None:
     for dag_id in bag.dag_ids:
         dag = bag.get_dag(dag_id)
         assert dag.doc_md and "mirrorflow" in dag.tags and dag.max_active_runs == 1, dag_id
+        # The DAG list shows the description, not doc_md (#15: "no description for any DAG").
+        assert dag.description and len(dag.description) > 20 and "\n" not in dag.description.strip(), dag_id
 
 
 def test_cluster_health_dag_runs_against_both_clusters(
