@@ -13,8 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from replicator.domain.failover import is_application_topic
+
 Row = Mapping[str, Any]
 _LAG = re.compile(r"^lag (\d+) records")
+_LAG_NOTE = re.compile(r"^lag \d+ records \((.*)\)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,13 @@ class Lag:
     detail: str
     measured_at: dt.datetime
     breached: bool
+
+    @property
+    def note(self) -> str:
+        """What the check's detail says beyond the count (``limit 1000, largest orders[1]: 1200``), or all of
+        it when it could not measure (the page shows the count once, not twice)."""
+        match = _LAG_NOTE.match(self.detail)
+        return match.group(1) if match else self.detail
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,15 +104,20 @@ def current_lag(sla_states: Iterable[Row]) -> Lag | None:
     return None
 
 
+def topic_order(topic: str) -> tuple[bool, str]:
+    """The applications' topics by name, then MirrorFlow's own (the route's heartbeats)."""
+    return (not is_application_topic(topic), topic)
+
+
 def build_series(rows: Iterable[Row]) -> tuple[Series, ...]:
-    """One series per topic, in topic order, each oldest bucket first."""
+    """One series per topic, in :func:`topic_order`, each oldest bucket first."""
     points: dict[str, list[Point]] = {}
     for row in rows:
         points.setdefault(str(row["topic"]), []).append(Point(
             row["bucket_start"], int(row["source_count"]), int(row["target_count"]),
             int(row["missing_count"]), int(row["duplicate_count"])))
     return tuple(Series(topic, tuple(sorted(found, key=lambda p: p.at)))
-                 for topic, found in sorted(points.items()))
+                 for topic, found in sorted(points.items(), key=lambda item: topic_order(item[0])))
 
 
 def failback_row(row: Row) -> dict[str, Any]:
@@ -142,7 +157,7 @@ def build_page(routes: Sequence[str], route: str | None, topic: str | None,
     checkpoints = rows.get("checkpoints", ())
     topics = tuple(sorted({s.topic for s in series} | {str(r["topic"]) for r in checkpoints}
                           | {str(r["topic"]) for r in rows.get("audit_findings", ())}
-                          | {str(r["topic"]) for r in rows.get("backfill_runs", ())}))
+                          | {str(r["topic"]) for r in rows.get("backfill_runs", ())}, key=topic_order))
     chosen = topic if topic in topics else None
     return ReplicationPage(
         routes=tuple(routes), route=route, topic=chosen, topics=topics,

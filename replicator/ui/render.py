@@ -35,7 +35,7 @@ a worker or an audit first.</p>
 <section id="lag"><h2>Current lag</h2>
 {% if page.lag %}<div class="box"><span class="{{ 'breached' if page.lag.breached else 'ok' }}">
 {{ page.lag.records if page.lag.records is not none else 'unknown' }}</span> records not yet copied
-<span class="muted">(measured {{ t(page.lag.measured_at) }}: {{ page.lag.detail }})</span></div>
+<span class="muted">(measured {{ t(page.lag.measured_at) }}; {{ page.lag.note }})</span></div>
 {% else %}<p class="muted">Not measured yet (the DAG mirrorflow_replication_sla measures it every minute).</p>{% endif %}
 </section>
 

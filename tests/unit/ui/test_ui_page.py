@@ -58,9 +58,25 @@ def test_choose_route(routes: list[str], wanted: str | None, chosen: str | None)
     assert choose_route(routes, wanted) == chosen
 
 
+def test_the_lag_is_said_once_with_what_the_check_adds() -> None:
+    measured = Lag(1234, "lag 1234 records (limit 1000, largest orders[1]: 1200)", T0, True)
+    assert measured.note == "limit 1000, largest orders[1]: 1200"
+    unknown = Lag(None, "cannot measure lag: cluster 'primary' unreachable", T0, True)
+    assert unknown.note == "cannot measure lag: cluster 'primary' unreachable"
+    html = render_page(build_page(["r"], "r", None, {"sla_states": [
+        {"check": "lag", "state": "breached", "detail": measured.detail, "since": T0, "checked_at": T0}]}, None))
+    box = html[html.index('<section id="lag">'):]
+    box = box[:box.index("</section>")]
+    assert box.count("1234") == 1 and "limit 1000" in box  # the count once (it was said twice)
+
+
 def test_series_are_per_topic_oldest_bucket_first() -> None:
-    rows = [_bucket("orders", T0 + MINUTE, 5, 3, 2), _bucket("audit", T0, 1, 1), _bucket("orders", T0, 4, 4)]
-    [audit, orders] = build_series(rows)
+    rows = [_bucket("orders", T0 + MINUTE, 5, 3, 2), _bucket("mirrorflow-heartbeats.r", T0, 60, 60),
+            _bucket("audit", T0, 1, 1), _bucket("orders", T0, 4, 4)]
+    [audit, orders, heartbeats] = build_series(rows)  # the route's own heartbeats after the applications'
+    assert heartbeats.topic == "mirrorflow-heartbeats.r"
+    page = build_page(["r"], "r", None, {"audit_series": rows}, None)
+    assert page.topics == ("audit", "orders", "mirrorflow-heartbeats.r")
     assert audit == Series("audit", (Point(T0, 1, 1),))
     assert orders.topic == "orders" and [p.at for p in orders.points] == [T0, T0 + MINUTE]
     assert orders.missing == 2
