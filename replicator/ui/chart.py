@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from html import escape
+from itertools import pairwise
 
 from replicator.ui.page import Series, format_time
 
@@ -37,13 +38,38 @@ class Frame:
         return self.top + span * (1 - value / max(top_value, 1))
 
 
-def _polyline(frame: Frame, xs: list[float], values: list[int], top: int, color: str, name: str) -> str:
-    points = " ".join(f"{x:.1f},{frame.y(v, top):.1f}" for x, v in zip(xs, values, strict=True))
+# The source line is drawn wider, under the target's: where both counts agree (the usual case) it shows as a
+# band around the target line instead of disappearing under it.
+WIDTH = {"source": 5, "target": 2}
+OPACITY = {"source": 0.45, "target": 1.0}
+
+
+def runs_of_buckets(times: list[float]) -> list[range]:
+    """Index ranges of consecutive buckets: a gap longer than one and a half buckets (no audit then) ends a
+    run, so no line is drawn across time nothing was measured in."""
+    steps = [b - a for a, b in pairwise(times) if b > a]
+    bucket = min(steps, default=0.0)
+    runs, start = [], 0
+    for i in range(1, len(times)):
+        if bucket and times[i] - times[i - 1] > 1.5 * bucket:
+            runs.append(range(start, i))
+            start = i
+    runs.append(range(start, len(times)))
+    return runs
+
+
+def _polyline(frame: Frame, xs: list[float], values: list[int], top: int, color: str, name: str,
+              runs: list[range]) -> str:
+    lines = "".join(
+        f'<polyline class="{name}" fill="none" stroke="{color}" stroke-width="{WIDTH[name]}" '
+        f'stroke-opacity="{OPACITY[name]}" stroke-linejoin="round" points="'
+        + " ".join(f"{xs[i]:.1f},{frame.y(values[i], top):.1f}" for i in run) + '"/>'
+        for run in runs if len(run) > 1)
     dots = "" if len(values) > MAX_DOTS else "".join(
-        f'<circle cx="{x:.1f}" cy="{frame.y(v, top):.1f}" r="2" fill="{color}"/>'
+        f'<circle cx="{x:.1f}" cy="{frame.y(v, top):.1f}" r="{WIDTH[name] / 2 + 1:.1f}" fill="{color}" '
+        f'fill-opacity="{OPACITY[name]}"/>'
         for x, v in zip(xs, values, strict=True))
-    return (f'<polyline class="{name}" fill="none" stroke="{color}" stroke-width="2" points="{points}"/>'
-            f"{dots}")
+    return lines + dots
 
 
 def svg_chart(series: Series, frame: Frame = Frame()) -> str:
@@ -70,8 +96,13 @@ def svg_chart(series: Series, frame: Frame = Frame()) -> str:
             parts.append(f'<rect class="missing" x="{x - 3:.1f}" y="{frame.top}" width="6" '
                          f'height="{frame.y(0, top) - frame.top:.1f}" fill="{MISSING_COLOR}" opacity="0.25">'
                          f"<title>{escape(format_time(p.at))}: {p.missing} missing</title></rect>")
-    parts.append(_polyline(frame, xs, [p.source for p in points], top, SOURCE_COLOR, "source"))
-    parts.append(_polyline(frame, xs, [p.target for p in points], top, TARGET_COLOR, "target"))
+    runs = runs_of_buckets([p.at.timestamp() for p in points])
+    parts.append(_polyline(frame, xs, [p.source for p in points], top, SOURCE_COLOR, "source", runs))
+    parts.append(_polyline(frame, xs, [p.target for p in points], top, TARGET_COLOR, "target", runs))
+    if len(points) == 1:  # a lone dot says little: say what it is
+        only = points[0]
+        parts.append(f'<text x="{xs[0] + 8:.1f}" y="{frame.y(max(only.source, only.target), top) - 6:.1f}">'
+                     f"one bucket: source {only.source}, target {only.target}</text>")
     baseline = frame.height - frame.bottom + 14
     parts.append(f'<text x="{frame.left}" y="{baseline}">{escape(format_time(points[0].at))}</text>')
     if len(points) > 1:

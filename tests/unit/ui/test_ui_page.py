@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 
-from replicator.ui.chart import svg_chart
+from replicator.ui.chart import runs_of_buckets, svg_chart
 from replicator.ui.page import (
     Lag,
     Point,
@@ -154,6 +155,21 @@ def test_the_chart_draws_both_sides_marks_missing_buckets_and_escapes_the_topic(
     assert "<polyline" not in svg_chart(Series("empty", ()))
     many = svg_chart(Series("t", tuple(Point(T0 + i * MINUTE, i, i) for i in range(1440))))
     assert "<circle" not in many and many.count("<polyline") == 2
+
+
+def test_a_gap_in_the_audits_is_no_line_and_equal_counts_keep_both_lines_visible() -> None:
+    hours = [0, 1, 2, 6, 7]  # nothing audited from 3 to 5
+    svg = svg_chart(Series("t", tuple(Point(T0 + h * 60 * MINUTE, 10, 10) for h in hours)))
+    assert svg.count('class="source"') == 2 and svg.count('class="target"') == 2  # two runs of buckets each
+    widths = dict(re.findall(r'class="(source|target)" fill="none" stroke="[^"]+" stroke-width="(\d+)"', svg))
+    assert int(widths["source"]) > int(widths["target"])  # drawn under it, wider: equal counts show both
+    assert runs_of_buckets([0.0, 60.0, 120.0, 360.0, 420.0]) == [range(0, 3), range(3, 5)]
+    assert runs_of_buckets([0.0]) == [range(0, 1)] and runs_of_buckets([]) == [range(0, 0)]
+
+
+def test_one_bucket_says_what_it_is() -> None:
+    svg = svg_chart(Series("t", (Point(T0, 12, 9, 3),)))
+    assert "<polyline" not in svg and "one bucket: source 12, target 9" in svg
 
 
 def test_the_page_escapes_what_the_database_holds() -> None:
