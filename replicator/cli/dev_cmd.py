@@ -144,6 +144,30 @@ def down_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+def start_worker_cmd(args: argparse.Namespace) -> int:
+    """Start the demo's replication worker in the background (after a failover drill or an SLA drill stopped it)."""
+    from replicator.dev.demo_worker import start_worker, worker_log, worker_pid
+    from replicator.errors import UsageError
+
+    config = dev_config_path(args.home)
+    if not config.is_file():
+        raise UsageError(f"no local environment under {args.home} ({config} is missing): run `mirrorflow dev up` "
+                         "or `mirrorflow demo` first")
+    running = worker_pid(args.home)
+    pid = start_worker(args.home, config)
+    say(f"the demo's replication worker {'was already running' if running else 'started'} "
+        f"(pid {pid}, log {worker_log(args.home).resolve()})")
+    return 0
+
+
+def stop_worker_cmd(args: argparse.Namespace) -> int:
+    """Stop the demo's replication worker (SIGTERM: it commits what the target acknowledged, then exits)."""
+    from replicator.dev.demo_worker import stop_worker
+
+    say("stopped the demo's replication worker" if stop_worker(args.home) else "no demo worker was running")
+    return 0
+
+
 def _airflow_state(status: AirflowStatus) -> str:
     stopped = [name for name, pid in status.pids.items() if pid is None]
     if len(stopped) == len(status.pids):
@@ -254,6 +278,11 @@ DEV = Group("dev", help="local Kafka clusters primary and backup on loopback", c
     )),
     Command("status", status_cmd, help="cluster id, address, pid and topics of each cluster; Airflow's URL and state",
             options=(HOME, JSON)),
+    Command("start-worker", start_worker_cmd,
+            help="run the demo's replication worker in the background again (after a failover or SLA drill)",
+            options=(HOME,)),
+    Command("stop-worker", stop_worker_cmd, help="stop the demo's replication worker (clusters keep running)",
+            options=(HOME,)),
 ))
 
 DEMO = Command(
