@@ -47,7 +47,7 @@ audit DAG). Without Airflow: `mirrorflow backfill --route R --topic T --from T1 
         "to": Param(None, type=["null", "string"], description="range end by time, excluded"),
         "from_offset": Param(None, type=["null", "string"], description="range start by offsets: P=N,P=N"),
         "to_offset": Param(None, type=["null", "string"], description="range end by offsets (default: route start)"),
-        "overlap_ok": Param(False, type="boolean", description="copy records the route copied too (twice)"),
+        "overlap_ok": Param(False, type=["null", "boolean"], description="copy records the route copied too (twice)"),
     },
 )
 def mirrorflow_backfill_topic() -> None:

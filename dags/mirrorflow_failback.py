@@ -35,10 +35,10 @@ STEPS = ["check", "prepare", "reverse-copy", "drain", "translate", "commit-offse
 PARAMS = {
     "route": Param("", type="string", description="the failed-over route to bring back"),
     "mode": Param("incremental", enum=["incremental", "resync"], description="incremental or resync"),
-    "groups": Param([], type="array", description="only these groups (default: the route's group filter)"),
-    "drain_timeout": Param(60, type="integer", minimum=0, description="seconds to copy the last records"),
-    "accept_loss": Param(False, type="boolean", description="resync: drop records never copied"),
-    "dry_run": Param(False, type="boolean", description="show every step, change nothing"),
+    "groups": Param([], type=["null", "array"], description="only these groups (default: the route's group filter)"),
+    "drain_timeout": Param(60, type=["null", "integer"], minimum=0, description="seconds to copy the last records"),
+    "accept_loss": Param(False, type=["null", "boolean"], description="resync: drop records never copied"),
+    "dry_run": Param(False, type=["null", "boolean"], description="show every step, change nothing"),
 }
 
 

@@ -33,12 +33,12 @@ Airflow: `mirrorflow failover --route R`.
 STEPS = ["check-source", "drain", "stop-route", "final-checkpoint", "commit-offsets", "verify", "finish"]
 PARAMS = {
     "route": Param("", type="string", description="the route to fail over"),
-    "groups": Param([], type="array", description="only these groups (default: every checkpointed group)"),
+    "groups": Param([], type=["null", "array"], description="only these groups (default: every checkpointed group)"),
     "mode": Param("checkpoint", enum=["checkpoint", "timestamp"], description="checkpoint or timestamp"),
     "at": Param(None, type=["null", "string"], description="mode timestamp: ISO instant consumed up to"),
-    "margin": Param("60s", type="string", description="mode timestamp: resume this much before `at`"),
-    "drain_timeout": Param(60, type="integer", minimum=0, description="seconds to wait for the lag to drain"),
-    "dry_run": Param(False, type="boolean", description="show every step, change nothing"),
+    "margin": Param("60s", type=["null", "string"], description="mode timestamp: resume this much before `at`"),
+    "drain_timeout": Param(60, type=["null", "integer"], minimum=0, description="seconds to wait for the lag to drain"),
+    "dry_run": Param(False, type=["null", "boolean"], description="show every step, change nothing"),
 }
 
 

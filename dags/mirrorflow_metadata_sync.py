@@ -30,7 +30,7 @@ applied, and the run ends failed. The same without Airflow: `mirrorflow sync`.
     doc_md=DOC,
     params={
         "route": Param(None, type=["null", "string"], description="one route (default: all)"),
-        "dry_run": Param(False, type="boolean", description="plan only, change nothing"),
+        "dry_run": Param(False, type=["null", "boolean"], description="plan only, change nothing"),
     },
 )
 def mirrorflow_metadata_sync() -> None:

@@ -34,7 +34,7 @@ read or written fails the run, named in the task log. The same without Airflow:
     doc_md=DOC,
     params={
         "route": Param(None, type=["null", "string"], description="one route, now (default: every due one)"),
-        "groups": Param([], type="array", description="only these groups (default: the route's filter)"),
+        "groups": Param([], type=["null", "array"], description="only these groups (default: the route's filter)"),
     },
 )
 def mirrorflow_offset_checkpoints() -> None:

@@ -65,8 +65,11 @@ def task_id(step: str) -> str:
 
 
 def start_run(runbook: str, params: Mapping[str, Any], names: Iterable[str]) -> Run:
-    """Task ``start``: the run of ``runbook`` started (or resumed) with the DAG's params ``names``."""
-    started: Run = import_module(runbook).start_run(None, **{name: params.get(name) for name in names})
+    """Task ``start``: the run of ``runbook`` started (or resumed) with the DAG's params ``names``; an optional
+    param left empty in the form (null) takes the runbook's own default."""
+    given = {name: params.get(name) for name in names}
+    started: Run = import_module(runbook).start_run(
+        None, **{name: value for name, value in given.items() if value is not None or name == "route"})
     return started
 
 

@@ -33,6 +33,11 @@ def test_dagbag_imports_every_file_without_errors(airflow_db: None) -> None:
         assert dag.doc_md and "mirrorflow" in dag.tags and dag.max_active_runs == 1, dag_id
         # The DAG list shows the description, not doc_md (#15: "no description for any DAG").
         assert dag.description and len(dag.description) > 20 and "\n" not in dag.description.strip(), dag_id
+        # The trigger form marks a param required unless its type takes null (#15: it marked optional ones so).
+        for name, param in dag.params.items():
+            kinds = param.schema.get("type")
+            optional = "null" in kinds if isinstance(kinds, list) else kinds == "null"
+            assert optional or name in {"route", "topic", "mode"}, f"{dag_id}: param {name} shows as required"
 
 
 def test_cluster_health_dag_runs_against_both_clusters(

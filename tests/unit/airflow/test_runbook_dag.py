@@ -44,7 +44,9 @@ def test_the_dag_is_by_hand_one_run_at_a_time_start_then_a_task_per_step_in_orde
 def test_start_hands_the_runbook_only_the_declared_params_and_no_config() -> None:
     run = shape.start_run(HERE, {"route": "r", "dry_run": True, "undeclared": 1}, ("route", "dry_run", "groups"))
     assert run["config"] is None  # the runbook reads MIRRORFLOW_CONFIG itself
-    assert run["params"] == {"route": "r", "dry_run": True, "groups": None}
+    assert run["params"] == {"route": "r", "dry_run": True}  # groups not given: the runbook's default
+    emptied = shape.start_run(HERE, {"route": "r", "dry_run": None, "groups": None}, ("route", "dry_run", "groups"))
+    assert emptied["params"] == {"route": "r"}  # optional params emptied in the form: the runbook's defaults
 
 
 @pytest.mark.parametrize("last", [False, True])
