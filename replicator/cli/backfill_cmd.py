@@ -9,6 +9,7 @@ from replicator.cli.commands import Command, Option
 from replicator.cli.common import CONFIG, MASTER, config_of
 from replicator.cli.output import table
 from replicator.cli.runbook_cmd import print_result, progress_of
+from replicator.domain.backfill_run import PartitionRange, nothing_to_copy
 from replicator.errors import UsageError
 from replicator.runbooks.backfill.plan import parse_offset_ranges
 
@@ -48,6 +49,9 @@ def render(result: dict[str, Any]) -> str:
     lines.append(f"backfill {result['topic']} -> {result['target_topic']}: {sum(result['written'].values())}"
                  f" records written, {result['check']['missing']} missing, {result['check']['duplicates']}"
                  f" duplicated (run {result['run_key']}, Spark UI was {result['ui_url']})")
+    why = nothing_to_copy(PartitionRange(r["partition"], r["start"], r["end"], r["clamped"]) for r in result["ranges"])
+    if why:
+        lines.append(why)
     return "\n".join(lines)
 
 

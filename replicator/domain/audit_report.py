@@ -125,9 +125,17 @@ class AuditReport:
             "counts": counts_dict(self.counts), "topics": per_topic, "buckets": len(self.results),
             "buckets_with_findings": len(findings),
             "findings": [_result_dict(r, 20) for r in findings[:findings_limit]],
-            "notes": list(self.notes),
+            "notes": list(self.notes) + self._empty_window_note(),
             "started_at": _iso(self.started_ms), "finished_at": _iso(self.finished_ms),
         }
+
+    def _empty_window_note(self) -> list[str]:
+        """Clean with nothing compared must not read as "all is well": say so (#15: a demo's first audit of
+        the last full hour found no record and said only "No audited bucket yet")."""
+        if self.results or not self.topics:
+            return []
+        return [f"no record of the route's topics has a time in the window {_iso(self.window.start_ms)} to "
+                f"{_iso(self.window.end_ms)}: nothing was compared (audit a window in which records were written)"]
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, for the job's result file."""

@@ -34,6 +34,18 @@ class PartitionRange:
         return max(0, self.end - self.start)
 
 
+def nothing_to_copy(ranges: Iterable[PartitionRange]) -> str | None:
+    """Why a backfill copies no record at all (None when it copies some): said, not just "0 records"."""
+    ranges = list(ranges)
+    if any(r.count for r in ranges):
+        return None
+    if any(r.clamped for r in ranges):
+        return ("nothing to copy: the route itself copied this topic from before the range's end, so the range "
+                "was cut at the route's first copied offset and nothing is left before it (--overlap-ok, or the "
+                "DAG's overlap_ok, copies the route's records again)")
+    return "nothing to copy: the source holds no record of this topic in the range (retention may have deleted it)"
+
+
 class BackfillMode(StrEnum):
     """How the range was asked for."""
 

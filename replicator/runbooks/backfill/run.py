@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from replicator.config import Config, load_config
-from replicator.domain.backfill_run import BackfillMode
+from replicator.domain.backfill_run import BackfillMode, PartitionRange, nothing_to_copy
 from replicator.errors import MirrorFlowError, UsageError
 from replicator.runbooks.audit.window import TimeInput, parse_time
 from replicator.runbooks.backfill.prepare import Requested, prepare_backfill
@@ -82,6 +82,10 @@ def judge(result: Mapping[str, Any]) -> dict[str, Any]:
         raise BackfillIncomplete(result)
     log.info("backfill done route=%s topic=%s written=%s duplicates=%d", result["route"], result["topic"],
              result["written"], result["check"]["duplicates"])
+    why = nothing_to_copy(PartitionRange(int(r["partition"]), int(r["start"]), int(r["end"]), bool(r["clamped"]))
+                          for r in result.get("ranges", ()))
+    if why:
+        log.warning("backfill route=%s topic=%s: %s", result["route"], result["topic"], why)
     return dict(result)
 
 

@@ -91,6 +91,16 @@ def test_the_summary_table_shows_topics_and_every_bucket_with_findings() -> None
     assert lines[-1].startswith("audit k1: missing — 25 source records in 3 buckets")
 
 
+def test_an_audit_that_found_no_record_in_its_window_says_so() -> None:
+    """#15: a demo's first audit (the last full hour) compared nothing and said only "clean"."""
+    empty = AuditReport("k2", "p2b", AuditWindow(T0, T0 + 3_600_000, 60_000), {"orders": "primary.orders"}, (),
+                        T0, T0 + 1)
+    text = render(empty.summary())
+    assert "note: no record of the route's topics has a time in the window" in text
+    assert "nothing was compared" in text
+    assert not any("nothing was compared" in n for n in _report().summary()["notes"])
+
+
 def test_report_and_spec_survive_json() -> None:
     report = _report()
     assert AuditReport.from_dict(report.to_dict()) == report

@@ -107,3 +107,18 @@ def test_the_refusal_names_the_earlier_run_when_and_its_range() -> None:
         " 2026-11-26 03:00:05Z, its offsets 0-40); partition 0: offsets 50-55 are being copied by backfill run b"
         " (running, started 2026-11-26 03:00:05Z, its offsets 50-60); pass overlap_ok (--overlap-ok) to copy"
         " them again anyway (they will be on the replica twice)")
+
+
+def test_a_backfill_that_copies_nothing_says_why() -> None:
+    """#15: a range the route's own start cut to nothing ended 'done, 0 records' with no word why."""
+    from replicator.cli.backfill_cmd import render
+    from replicator.domain.backfill_run import nothing_to_copy
+
+    cut = [PartitionRange(0, 40, 40, clamped=True), PartitionRange(1, 7, 7)]
+    assert "the range was cut at the route's first copied offset" in str(nothing_to_copy(cut))
+    assert "no record of this topic in the range" in str(nothing_to_copy([PartitionRange(0, 5, 5)]))
+    assert nothing_to_copy([PartitionRange(0, 5, 6), PartitionRange(1, 3, 3, clamped=True)]) is None
+    result = {"topic": "t", "target_topic": "p.t", "written": {}, "landed": {}, "run_key": "k", "ui_url": "-",
+              "check": {"missing": 0, "duplicates": 0, "partitions": {}},
+              "ranges": [{"partition": 0, "start": 40, "end": 40, "clamped": True}]}
+    assert "nothing to copy: the route itself copied this topic" in render(result)
