@@ -65,7 +65,10 @@ class Rpo:
     def describe(self) -> str:
         """One line for the operator."""
         if self.records is None:
-            return "RPO unknown: the source was unreachable and no checkpoint is stored"
+            # Not "the source was unreachable": a dry run measures nothing either (#15: a dry run said so right
+            # after "source 'primary' is reachable").
+            return ("RPO unknown: the route's lag was not measured (the source unreachable, or a dry run) and no "
+                    "checkpoint of it is stored")
         where = ", ".join(f"{t}-{p}: {n}" for t, p, n in self.partitions)
         if self.basis == RpoBasis.MEASURED and not self.records:
             return "RPO: 0 records: everything was copied when the route stopped"

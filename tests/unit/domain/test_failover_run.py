@@ -75,6 +75,8 @@ def test_rpo_from_checkpoints_is_the_furthest_a_group_read_past_the_copy() -> No
     assert "as of the checkpoint of 2026-11-01T12:01:00Z" in rpo.describe()
     unknown = rpo_from_points((ResumePoint("g", "orders", 0, "p.orders", 5, Basis.TIMESTAMP, None, None, T0),))
     assert unknown.records is None and unknown.basis == RpoBasis.UNKNOWN and "unknown" in unknown.describe()
+    # A dry run with the source reachable measures nothing either: the line must not blame the source.
+    assert "the source was unreachable" not in unknown.describe() and "or a dry run" in unknown.describe()
 
 
 def test_json_round_trip_keeps_everything() -> None:
