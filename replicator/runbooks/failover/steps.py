@@ -26,11 +26,15 @@ from replicator.runbooks import engine
 from replicator.runbooks.context import Ctx as RunbookCtx
 from replicator.runbooks.engine import StepFailed
 from replicator.runbooks.failover import commits, points, source
+from replicator.worker.subscription import REFRESH_SECONDS
 
 log = logging.getLogger(__name__)
 
 
 Ctx = RunbookCtx[FailoverRun]
+# A running worker sees the route held at its next topic refresh and leaves its group: only past this long is the
+# operator asked to stop it (#15: the run asked to SIGTERM workers already stopping by themselves).
+HOLD_SEEN_S = 3 * REFRESH_SECONDS
 StepResult = engine.StepResult[FailoverRun]
 
 
@@ -114,7 +118,10 @@ def stop_route(ctx: Ctx, run: FailoverRun) -> StepResult:
     began, timeout = time.monotonic(), run.request.stop_timeout_seconds
     try:
         while (workers := source.route_workers(ctx.config, ctx.route)) and time.monotonic() - began < timeout:
-            ctx.say(f"  stop-route: {workers} worker(s) still in group {run.route_group!r}: stop them (SIGTERM)")
+            waited = time.monotonic() - began
+            ctx.say(f"  stop-route: {workers} worker(s) still in group {run.route_group!r}: "
+                    + (f"they stop by themselves once they see the route held (their next topic refresh, "
+                       f"{REFRESH_SECONDS:g} s)" if waited < HOLD_SEEN_S else "stop them (SIGTERM)"))
             time.sleep(2.0)
         if workers:
             raise StepFailed(f"route {ctx.route.name}: {workers} worker(s) still in group {run.route_group!r} on "
