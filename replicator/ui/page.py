@@ -80,6 +80,7 @@ class ReplicationPage:
     sla_events: tuple[Row, ...] = ()
     lag: Lag | None = None
     notes: tuple[str, ...] = field(default=())
+    held_by: Row | None = None  # the failover run that holds the route (its workers are refused), if one does
 
 
 def choose_route(routes: Sequence[str], wanted: str | None) -> str | None:
@@ -146,6 +147,14 @@ def backfill_row(row: Row) -> dict[str, Any]:
             "started_at": row["started_at"], "finished_at": row["finished_at"], "error": row["error"]}
 
 
+def holding_run(failovers: Iterable[Row]) -> Row | None:
+    """The newest failover run that stopped the route and was not released: the route is failed over."""
+    for row in failovers:  # newest first
+        if row.get("route_stopped_at") is not None and row.get("released_at") is None:
+            return row
+    return None
+
+
 def _of_topic(rows: Iterable[Row], topic: str | None) -> tuple[Row, ...]:
     return tuple(r for r in rows if topic is None or r["topic"] == topic)
 
@@ -172,6 +181,7 @@ def build_page(routes: Sequence[str], route: str | None, topic: str | None,
         sla_states=tuple(rows.get("sla_states", ())),
         sla_events=tuple(rows.get("sla_events", ())),
         lag=current_lag(rows.get("sla_states", ())),
+        held_by=holding_run(rows.get("failover_runs", ())),
     )
 
 

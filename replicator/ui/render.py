@@ -32,6 +32,10 @@ a worker or an audit first.</p>
 {% if page.topics %}<p class="nav">Topic: <a href="?{{ link(route=page.route) }}" class="{{ 'on' if page.topic is none }}">all</a>
 {% for t in page.topics %}<a href="?{{ link(route=page.route, topic=t) }}" class="{{ 'on' if t == page.topic }}">{{ t }}</a>{% endfor %}</p>{% endif %}
 
+{% if page.held_by %}<p class="box failed" id="failed-over">Route {{ page.route }} is failed over to
+{{ page.held_by.target_cluster }} (failover run {{ page.held_by.id }}, route stopped {{ t(page.held_by.route_stopped_at) }},
+run {{ page.held_by.status }}): its workers are refused until a failback, or after a drill
+<code>mirrorflow failover --route {{ page.route }} --release</code>.</p>{% endif %}
 <section id="lag"><h2>Current lag</h2>
 {% if page.lag %}<div class="box"><span class="{{ 'breached' if page.lag.breached else 'ok' }}">
 {{ page.lag.records if page.lag.records is not none else 'unknown' }}</span> records not yet copied

@@ -71,6 +71,23 @@ def test_the_lag_is_said_once_with_what_the_check_adds() -> None:
     assert box.count("1234") == 1 and "limit 1000" in box  # the count once (it was said twice)
 
 
+def test_a_failed_over_route_says_so_at_the_top_until_released() -> None:
+    """#15: after a failover nothing on the page said the route was failed over."""
+    held = {"id": 4, "target_cluster": "backup", "status": "done", "route_stopped_at": T0, "released_at": None,
+            "mode": "checkpoint", "stopped_at_step": None, "rpo_records": 0, "rpo_basis": "measured",
+            "rto_seconds": 9.5, "triggered_at": T0, "finished_at": T0}
+    old = {**held, "id": 2, "released_at": T0}
+    page = build_page(["r"], "r", None, {"failover_runs": [held, old]}, None)
+    assert page.held_by == held
+    html = render_page(page)
+    assert 'id="failed-over"' in html and "failed over to\nbackup (failover run 4" in html
+    assert "mirrorflow failover --route r --release" in html
+    released = build_page(["r"], "r", None, {"failover_runs": [{**held, "released_at": T0}, old]}, None)
+    assert released.held_by is None and 'id="failed-over"' not in render_page(released)
+    never_stopped = build_page(["r"], "r", None, {"failover_runs": [{**held, "route_stopped_at": None}]}, None)
+    assert never_stopped.held_by is None  # a dry run, or one that failed before stopping the route
+
+
 def test_series_are_per_topic_oldest_bucket_first() -> None:
     rows = [_bucket("orders", T0 + MINUTE, 5, 3, 2), _bucket("mirrorflow-heartbeats.r", T0, 60, 60),
             _bucket("audit", T0, 1, 1), _bucket("orders", T0, 4, 4)]
