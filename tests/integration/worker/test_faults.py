@@ -54,9 +54,20 @@ def _copied(pair: tuple[LocalCluster, LocalCluster], topic: str, records: list[R
     """Every record on the target, byte for byte, in order per partition (repeats allowed, nothing missing),
     and the route's committed offsets at the source's ends."""
     source, target = pair
-    ends = end_offsets(source.spec.bootstrap_servers, topic, PARTITIONS)
-    wait_until(lambda: committed(source.spec.bootstrap_servers, "mirrorflow-faults", topic, PARTITIONS) == ends,
-               120, "the route to commit the source's ends")
+    seen: dict[str, object] = {}
+
+    def at_the_ends() -> bool:
+        # The ends are read again at each look: read once right after a broker restart, a partition's end can
+        # be one the broker no longer reports a moment later (seen once in CI: 120 s waiting for ends that the
+        # route, idle at the true ones, never reached).
+        seen["ends"] = end_offsets(source.spec.bootstrap_servers, topic, PARTITIONS)
+        seen["committed"] = committed(source.spec.bootstrap_servers, "mirrorflow-faults", topic, PARTITIONS)
+        return seen["committed"] == seen["ends"]
+
+    try:
+        wait_until(at_the_ends, 120, "the route to commit the source's ends")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: committed {seen.get('committed')}, ends {seen.get('ends')}") from None
     got = read_all(target.spec.bootstrap_servers, f"primary.{topic}", PARTITIONS)
     want = by_partition(records, PARTITIONS)
     for p in range(PARTITIONS):
