@@ -188,6 +188,23 @@ class TransactionSettings(_Frozen):
     max_records: int = Field(default=100_000, ge=1)
 
 
+class FenceSettings(_Frozen):
+    """``routes[].fence``: what ``failover --fence`` spares and how long it watches for writes past it."""
+
+    # Principals still allowed to write the route's source topics once fenced (an admin, a tool). The
+    # replicator reads the source, it needs no exemption. None: the fence is one DENY for User:* per topic.
+    exempt: tuple[str, ...] = ()
+    watch: float = Field(default=10.0, gt=0, le=600)  # seconds the source's ends must stay still
+
+    @field_validator("exempt", mode="after")
+    @classmethod
+    def _valid_principals(cls, principals: tuple[str, ...]) -> tuple[str, ...]:
+        for index, value in enumerate(principals):
+            if not re.match(_PRINCIPAL, value) or value.endswith(":*"):
+                raise KeyProblem(f"[{index}]", f"{value!r} is not a principal like 'User:admin'")
+        return principals
+
+
 class RouteConfig(_Frozen):
     """One replication flow ``source → target``."""
 
@@ -215,6 +232,7 @@ class RouteConfig(_Frozen):
     sync: SyncSettings = SyncSettings()
     checkpoints: CheckpointSettings = CheckpointSettings()
     sla: SlaSettings = SlaSettings()
+    fence: FenceSettings = FenceSettings()
 
     @field_validator("topics", "exclude", mode="after")
     @classmethod

@@ -18,12 +18,12 @@ def run_failover(args: argparse.Namespace) -> int:
     config = config_of(args)
     if args.release:
         config.route(args.route)
-        held = release_route(config, args.route)
+        held = release_route(config, args.route, print)
         print(f"route {args.route}: released from failover run(s) {', '.join(map(str, held))}; `mirrorflow run` "
               "starts it again" if held else f"route {args.route}: not held by any failover run")
         return 0
     request = request_of(args.route, args.group, args.mode, args.at, args.margin, args.drain_timeout,
-                         args.stop_timeout, args.dry_run)
+                         args.stop_timeout, args.dry_run, args.fence, args.accept_bypass)
     return run_and_print(args, lambda progress: failover_route(config, request, args.restart, progress), summary,
                          render)
 
@@ -48,15 +48,18 @@ FAILOVER = Command(
     "failover", run_failover,
     help="fail a route over to its target: drain, stop it, commit translated offsets into the target's groups",
     description="""
-        Steps, each printed as it runs and stored in the state DB: check the source (reachable: wait for the
-        route's lag to drain, up to --drain-timeout; unreachable: go on, the RPO is counted from the last
-        checkpoint); stop the route (marked failed over, so `mirrorflow run` refuses it, then wait until its
-        group has no member); take a final checkpoint (mode checkpoint) or look up offsets for --at minus
-        --margin (mode timestamp, for groups never checkpointed); commit the offsets into the target's groups
+        Steps, each printed as it runs and stored in the state DB: check the source (reachable: it drains below;
+        unreachable: go on, the RPO is counted from the last checkpoint); with --fence, deny writes on its topics
+        (ACLs: the source needs an authorizer, this client DESCRIBE and ALTER on the cluster) and watch that
+        none gets past; wait for the route's lag to drain, up to --drain-timeout; stop the route (marked failed
+        over, so `mirrorflow run` refuses it, then wait until its group has no member); take a final checkpoint
+        (mode checkpoint) or look up offsets for --at minus --margin (mode timestamp, for groups never
+        checkpointed); commit the offsets into the target's groups
         that have no active member (never backwards); read them back; record RPO and RTO and print what the
         applications do next. A run that fails midway resumes at the failed step when run again with the same
-        options. Exit 0 when done, 1 when a step failed, 2 for a bad config, an unknown route or group, or bad
-        options (nothing changed).
+        options. Exit 0 when done, 1 when a step failed (records written past the fence included: the fence is
+        then lifted, the route left copying), 2 for a bad config, an unknown route or group, bad options, or a
+        source that cannot be fenced (nothing changed).
     """,
     options=(
         CONFIG,
@@ -74,8 +77,15 @@ FAILOVER = Command(
                help="wait at most this long for the route's lag to drain (default 60)"),
         Option("--stop-timeout", default="30", metavar="SECONDS",
                help="wait at most this long for the route's workers to leave its group (default 30)"),
+        Option("--fence", action="store_true",
+               help="before the drain, deny WRITE on the route's source topics to every principal but "
+               "routes[].fence.exempt (ACLs), then watch the topics' ends for routes[].fence.watch s: records "
+               "written past the fence lift it and stop the run (the route left as it was)"),
+        Option("--accept-bypass", action="store_true",
+               help="with --fence: go on when records were written past the fence (named in the run's notes)"),
         *run_options("failover"),
         Option("--release", action="store_true",
-               help="only let the failed-over route run again (after a drill); changes nothing else"),
+               help="only let the failed-over route run again (after a drill) and lift its fence; changes "
+               "nothing else"),
     ),
 )

@@ -7,6 +7,10 @@ step not done):
 1. ``check-source``: is the source reachable? Reachable: the route can still
    drain. Unreachable: go on without it; what was not copied is counted from the
    last checkpoint (the RPO is then "as of" that checkpoint).
+1. ``fence`` (``--fence``): deny WRITE on the route's source topics to their
+   writers (:mod:`replicator.domain.fence`), then watch their ends: records
+   written past the fence lift it again and stop the run, naming them, the route
+   left as it was -- unless ``--accept-bypass``. Skipped without ``--fence``.
 2. ``drain``: wait until nothing visible is left to copy (``lag`` below), up to a
    timeout; skipped when the source is unreachable; cut short when no worker of
    the route runs (nothing would ever drain).
@@ -47,6 +51,7 @@ class Step(StrEnum):
     """The steps of a failover, in order."""
 
     CHECK_SOURCE = "check-source"
+    FENCE = "fence"
     DRAIN = "drain"
     STOP_ROUTE = "stop-route"
     FINAL_CHECKPOINT = "final-checkpoint"
@@ -88,6 +93,8 @@ class FailoverRequest:
     drain_timeout_seconds: int = 60
     stop_timeout_seconds: int = 30
     dry_run: bool = False
+    fence: bool = False  # deny writes on the source topics before the drain
+    accept_bypass: bool = False  # go on when records got past the fence (they count in the RPO)
 
     def problems(self) -> list[str]:
         """Why the request cannot run (empty when it can)."""
@@ -98,6 +105,8 @@ class FailoverRequest:
             out.append("mode timestamp needs the groups by name (--group): they have no checkpoint to find them by")
         if self.mode == FailoverMode.CHECKPOINT and self.at is not None:
             out.append("--at is for mode timestamp; mode checkpoint resumes where the checkpoints say")
+        if self.accept_bypass and not self.fence:
+            out.append("--accept-bypass is for a fenced failover: add --fence")
         for name, value in (("margin", self.margin_seconds), ("drain timeout", self.drain_timeout_seconds),
                             ("stop timeout", self.stop_timeout_seconds)):
             if value < 0:
@@ -111,8 +120,9 @@ class FailoverRequest:
 
     def same_work(self, other: FailoverRequest) -> bool:
         """True when ``other`` asks for the same failover (so it may resume this one's run)."""
-        return (self.route, self.mode, self.at, self.margin_seconds) == (
-            other.route, other.mode, other.at, other.margin_seconds) and _groups(self) == _groups(other)
+        return (self.route, self.mode, self.at, self.margin_seconds, self.fence, self.accept_bypass) == (
+            other.route, other.mode, other.at, other.margin_seconds, other.fence, other.accept_bypass) and \
+            _groups(self) == _groups(other)
 
 
 def _groups(request: FailoverRequest) -> frozenset[str] | None:
@@ -124,6 +134,14 @@ def plan_steps(request: FailoverRequest, source: str, target: str, route_group: 
     """What each step will do, as (PENDING or SKIPPED, readable decision), given the source's state.
     ``group_cluster``: where ``route_group`` lives (the source, unless the route is exactly-once)."""
     skip, run = StepStatus.SKIPPED, StepStatus.PENDING
+    if not request.fence:
+        fence = (skip, "no --fence: producers still writing to the source after the route stops count in no RPO")
+    elif source_reachable:
+        fence = (run, f"deny WRITE on the route's topics of {source!r} to their writers, then watch that nothing "
+                      "more is written")
+    else:
+        fence = (skip, f"source {source!r} unreachable: nobody can write to it now; fence it (or stop its "
+                       "producers) before it comes back")
     if source_reachable:
         drain = (run, f"wait up to {request.drain_timeout_seconds} s until nothing is left to copy")
         stop = (run, (f"mark the route failed over and wait up to {request.stop_timeout_seconds} s until group "
@@ -135,6 +153,7 @@ def plan_steps(request: FailoverRequest, source: str, target: str, route_group: 
     commit = f"commit the resume offsets into the groups on {target!r} that have no active member, never backwards"
     return {
         Step.CHECK_SOURCE: (run, f"source {source!r} is {'reachable' if source_reachable else 'unreachable'}"),
+        Step.FENCE: fence,
         Step.DRAIN: drain,
         Step.STOP_ROUTE: stop,
         Step.FINAL_CHECKPOINT: _final_checkpoint_plan(request, source, source_reachable),

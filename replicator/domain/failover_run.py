@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Any
 
 from replicator.domain.failover import FailoverMode, FailoverRequest, Step, StepRecord
+from replicator.domain.fence import FenceRecord
 from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
 from replicator.domain.run_json import iso, parse_time, plain, point_from, required_time
 from replicator.domain.runbook import RunStatus as RunStatus  # re-exported: where it was first defined
@@ -117,6 +118,7 @@ class FailoverRun(RunSteps[Step]):
     finished_at: dt.datetime | None = None
     abandoned_at: dt.datetime | None = None
     notes: tuple[str, ...] = ()  # warnings for the operator, in order
+    fence: FenceRecord | None = None  # the write fence it raised on the source (--fence)
 
     @classmethod
     def new(cls, request: FailoverRequest, source: str, target: str, route_group: str,
@@ -150,7 +152,8 @@ class FailoverRun(RunSteps[Step]):
         req = data["request"]
         request = FailoverRequest(req["route"], None if req["groups"] is None else tuple(req["groups"]),
                                   FailoverMode(req["mode"]), parse_time(req["at"]), req["margin_seconds"],
-                                  req["drain_timeout_seconds"], req["stop_timeout_seconds"], req["dry_run"])
+                                  req["drain_timeout_seconds"], req["stop_timeout_seconds"], req["dry_run"],
+                                  req["fence"], req["accept_bypass"])
         rpo = data["rpo"]
         return cls(
             request, data["source"], data["target"], data["route_group"],
@@ -164,7 +167,7 @@ class FailoverRun(RunSteps[Step]):
             None if rpo is None else Rpo(rpo["records"], RpoBasis(rpo["basis"]), parse_time(rpo["as_of"]),
                                          tuple((t, p, n) for t, p, n in rpo["partitions"])),
             parse_time(data["route_stopped_at"]), parse_time(data["finished_at"]), parse_time(data["abandoned_at"]),
-            tuple(data["notes"]),
+            tuple(data["notes"]), None if data["fence"] is None else FenceRecord.from_dict(data["fence"]),
         )
 
 
@@ -177,6 +180,10 @@ def next_steps(run: FailoverRun) -> str:
     lines = [head, *(f"- {line}" for line in _group_lines(run))]
     replicas = sorted({(p.topic, p.target_topic) for p in run.points if p.topic != p.target_topic})
     lines.append(f"- producers: write to {run.target!r} from now on.")
+    if run.fence is not None and run.fence.lifted_at is None:
+        lines.append(f"  Writes to the route's topics on {run.source!r} are denied by the fence (ACLs "
+                     f"{', '.join(sorted({a.principal for a in run.fence.acls})) or 'none added'}): a failback lifts "
+                     "it, and so does --release.")
     if replicas:
         shown = ", ".join(f"{r} (copy of {t})" for t, r in replicas)
         lines.append(f"  The replicas {shown} hold what {run.source!r} had; records produced on {run.target!r} "

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from replicator.domain.failover import FailoverMode, FailoverRequest, Step, StepRecord, StepStatus
 from replicator.domain.failover_run import FailoverRun, PartitionLag, Rpo, RpoBasis, RunStatus
+from replicator.domain.fence import FenceRecord
 from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
 from replicator.domain.target_group import TargetOutcome
 from replicator.state.models import FailoverOffsetRow, FailoverRunRow, FailoverStepRow
@@ -55,6 +56,8 @@ def save_run(session: Session, run: FailoverRun) -> FailoverRun:
     row.triggered_at, row.route_stopped_at, row.finished_at = run.triggered_at, run.route_stopped_at, \
         run.finished_at
     row.abandoned_at = run.abandoned_at
+    row.fence, row.accept_bypass = req.fence, req.accept_bypass
+    row.fence_record = None if run.fence is None else json.dumps(run.fence.to_dict())
     _save_steps(row, run.steps)
     _save_offsets(row, run.commits or tuple(GroupCommit(p, TargetOutcome.PLANNED) for p in run.points),
                   planned=bool(run.commits))
@@ -138,7 +141,8 @@ def release_route(session: Session, route: str, at: dt.datetime) -> list[int]:
 def _to_domain(row: FailoverRunRow) -> FailoverRun:
     request = FailoverRequest(row.route, None if row.groups is None else tuple(json.loads(row.groups)),
                               FailoverMode(row.mode), _maybe(row.at), row.margin_seconds,
-                              row.drain_timeout_seconds, row.stop_timeout_seconds)
+                              row.drain_timeout_seconds, row.stop_timeout_seconds, fence=bool(row.fence),
+                              accept_bypass=bool(row.accept_bypass))
     steps = tuple(StepRecord(Step(s.step), StepStatus(s.status), s.detail, s.error, _maybe(s.started_at),
                              _maybe(s.finished_at)) for s in row.steps)
     offsets = sorted(row.offsets, key=lambda o: (o.group_id, o.topic, o.partition))
@@ -152,8 +156,26 @@ def _to_domain(row: FailoverRunRow) -> FailoverRun:
         request, row.source_cluster, row.target_cluster, row.route_group, utc(row.triggered_at), steps, row.id,
         row.source_reachable, tuple(_point(o) for o in offsets), commits,
         lags, rpo, _maybe(row.route_stopped_at), _maybe(row.finished_at), _maybe(row.abandoned_at),
-        tuple(row.notes.splitlines()) if row.notes else (),
+        tuple(row.notes.splitlines()) if row.notes else (), _fence(row),
     )
+
+
+def _fence(row: FailoverRunRow) -> FenceRecord | None:
+    return None if row.fence_record is None else FenceRecord.from_dict(json.loads(row.fence_record))
+
+
+def raised_fences(session: Session, route: str) -> list[tuple[int, FenceRecord]]:
+    """(run id, fence) of the route's failover runs whose fence is still raised, oldest first."""
+    rows = session.scalars(select(FailoverRunRow).where(
+        FailoverRunRow.route == route, FailoverRunRow.fence_record.is_not(None)).order_by(FailoverRunRow.id))
+    return [(row.id, fence) for row in rows if (fence := _fence(row)) is not None and fence.lifted_at is None]
+
+
+def save_fence(session: Session, run_id: int, fence: FenceRecord) -> None:
+    """Record what became of run ``run_id``'s fence (lifted)."""
+    row = stored_row(session, FailoverRunRow, run_id, "failover")
+    row.fence_record = json.dumps(fence.to_dict())
+    session.flush()
 
 
 def _point(o: FailoverOffsetRow) -> ResumePoint:

@@ -262,6 +262,9 @@ class FailoverRunRow(Base):
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     abandoned_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     released_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))  # route may run again
+    fence: Mapped[bool] = mapped_column(default=False)  # --fence: writes denied on the source topics first
+    accept_bypass: Mapped[bool] = mapped_column(default=False)
+    fence_record: Mapped[str | None] = mapped_column(Text)  # JSON: the fence raised (ACLs, bypass, lifted_at)
 
     steps: Mapped[list[FailoverStepRow]] = relationship(
         back_populates="run", cascade="all, delete-orphan", passive_deletes=True, order_by="FailoverStepRow.position"

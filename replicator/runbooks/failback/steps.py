@@ -137,7 +137,16 @@ def _unreplicated(ctx: Ctx, on_primary: dict[str, int]) -> tuple[Unreplicated, .
 
 
 def prepare(ctx: Ctx, run: FailbackRun) -> StepResult:
-    """incremental: commit where the reverse route starts; resync: delete the old primary's topics."""
+    """Lift the failover's write fence (the reverse copy writes there); then incremental: commit where the
+    reverse route starts; resync: delete the old primary's topics (a topic's ACLs outlive it: lifted first)."""
+    from replicator.runbooks.failover.fencing import lift_held
+
+    lifted = lift_held(ctx.config, ctx.route, ctx.say, run.request.dry_run)
+    result = _prepare(ctx, run)
+    return dataclasses.replace(result, detail="; ".join([*lifted, result.detail]))
+
+
+def _prepare(ctx: Ctx, run: FailbackRun) -> StepResult:
     reverse = _reverse(ctx)
     if run.request.mode == FailbackMode.RESYNC:
         return _recreate(ctx, run)

@@ -47,14 +47,14 @@ class FailoverFailed(RunFailed):
 
 def request_of(route: str, groups: Sequence[str] | None = None, mode: str = "checkpoint", at: str | None = None,
                margin: str | int = "60s", drain_timeout: str | int = 60, stop_timeout: str | int = 30,
-               dry_run: bool = False) -> FailoverRequest:
+               dry_run: bool = False, fence: bool = False, accept_bypass: bool = False) -> FailoverRequest:
     """A request from plain arguments (CLI, DAG params); UsageError naming a bad one."""
     try:
         request = FailoverRequest(
             route, tuple(dict.fromkeys(groups)) if groups else None, FailoverMode(mode),
             parse_instant(at, "--at") if at else None, parse_duration(margin, "--margin"),
             parse_duration(drain_timeout, "--drain-timeout"), parse_duration(stop_timeout, "--stop-timeout"),
-            dry_run)
+            dry_run, fence, accept_bypass)
     except ValueError as exc:
         raise UsageError(str(exc).replace("'checkpoint'", "checkpoint")) from None
     if request.problems():
@@ -100,6 +100,7 @@ def start(config: Config, request: FailoverRequest, restart: bool = False, say: 
 
     def fresh(unfinished: FailoverRun | None) -> FailoverRun:
         notes = _check_groups(config, route, request)
+        _check_fence(config, route, request)
         if unfinished is not None and request.dry_run:
             notes.append(dry_run_note(FAILOVER, unfinished))
         run = FailoverRun.new(request, route.source, route.target, workers_group(route)[1], pendulum.now("UTC"))
@@ -148,6 +149,16 @@ def _check_groups(config: Config, route: RouteConfig, request: FailoverRequest) 
             "unreachable: taken as given" for g in missing]
 
 
+def _check_fence(config: Config, route: RouteConfig, request: FailoverRequest) -> None:
+    """--fence: UsageError (exit 2, nothing changed) when the source cannot be fenced -- no authorizer, a missing
+    right, a topic every principal may write while some are exempt. An unreachable source is the step's to say."""
+    from replicator.runbooks.failover.fencing import check
+    from replicator.runbooks.failover.source import unreachable
+
+    if request.fence and unreachable(config, route.source) is None:
+        check(config, route)
+
+
 def run_step(config: Config, run: FailoverRun, step: Step, say: Say = log.info) -> FailoverRun:
     """Run ``step`` of ``run`` unless it is finished; store the run; FailoverFailed when the step failed."""
     route = config.route(run.request.route)
@@ -164,10 +175,10 @@ def failover_route(config: ConfigRef, request: FailoverRequest, restart: bool = 
 
 def start_run(config: ConfigRef, route: str, groups: Sequence[str] | None = None, mode: str = "checkpoint",
               at: str | None = None, margin: str | int = "60s", drain_timeout: str | int = 60,
-              dry_run: bool = False) -> dict[str, Any]:
+              dry_run: bool = False, fence: bool = False, accept_bypass: bool = False) -> dict[str, Any]:
     """The DAG's first task: start or resume a run; its JSON for the next task."""
     return summary(start(as_config(config), request_of(route, groups, mode, at, margin, drain_timeout,
-                                                        dry_run=dry_run)))
+                                                        dry_run=dry_run, fence=fence, accept_bypass=accept_bypass)))
 
 
 def step_of_run(config: ConfigRef, step: str, run: dict[str, Any]) -> dict[str, Any]:
@@ -179,10 +190,12 @@ def step_of_run(config: ConfigRef, step: str, run: dict[str, Any]) -> dict[str, 
     return summary(run_step(loaded, current, Step(step)))
 
 
-def release_route(config: ConfigRef, route: str) -> list[int]:
-    """Let a failed-over route run again (after a drill); the ids of the runs that held it."""
+def release_route(config: ConfigRef, route: str, say: Say = log.info) -> list[int]:
+    """Let a failed-over route run again (after a drill), its fences lifted; the ids of the runs that held it."""
+    from replicator.runbooks.failover.fencing import lift_held
     from replicator.state.failover_hold import release
 
     loaded = as_config(config)
+    lift_held(loaded, loaded.route(route), say)
     return release(loaded, loaded.route(route), pendulum.now("UTC"))
 

@@ -90,3 +90,9 @@ def pending(properties: dict[str, str], statuses: Iterable[PartitionStatus], tim
     finally:
         consumer.close()
     return found | set(undecided)
+
+
+def route_topics(config: Config, route: RouteConfig) -> list[str]:
+    """The source topics the route copies now (its own heartbeat topic left out)."""
+    meta = cluster_metadata(admin_settings(config.cluster(route.source).client_properties()), 15.0)
+    return [t for t in route.topic_filter.select(meta.topics) if is_application_topic(t)]

@@ -25,7 +25,7 @@ from replicator.errors import ClusterError
 from replicator.runbooks import engine
 from replicator.runbooks.context import Ctx as RunbookCtx
 from replicator.runbooks.engine import StepFailed
-from replicator.runbooks.failover import commits, points, source
+from replicator.runbooks.failover import commits, fencing, points, source
 from replicator.worker.subscription import REFRESH_SECONDS
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,17 @@ def check_source(ctx: Ctx, run: FailoverRun) -> StepResult:
     run = dataclasses.replace(run, source_reachable=why_not is None)
     detail = _plan(ctx, run, Step.CHECK_SOURCE)[1] + (f" ({why_not}): going on without it" if why_not else "")
     return StepResult(run, acting(run), detail)
+
+
+def fence(ctx: Ctx, run: FailoverRun) -> StepResult:
+    """Deny writes on the route's source topics (``--fence``) and watch that none gets past."""
+    status, detail = _plan(ctx, run, Step.FENCE)
+    if status == StepStatus.SKIPPED:
+        return StepResult(run, status, detail)
+    try:
+        return fencing.fence(ctx, run)
+    except ClusterError as exc:
+        return _source_lost(ctx, run, exc, f"while fencing ({exc})")
 
 
 def drain(ctx: Ctx, run: FailoverRun) -> StepResult:
@@ -213,6 +224,7 @@ def finish(ctx: Ctx, run: FailoverRun) -> StepResult:
 
 STEPS: dict[Step, Callable[[Ctx, FailoverRun], StepResult]] = {
     Step.CHECK_SOURCE: check_source,
+    Step.FENCE: fence,
     Step.DRAIN: drain,
     Step.STOP_ROUTE: stop_route,
     Step.FINAL_CHECKPOINT: final_checkpoint,

@@ -143,10 +143,10 @@ def test_dry_run_and_bad_names_change_nothing(pair: Pair) -> None:
     done = _failover(pair, "--route", "dry", "--dry-run")
     assert done.returncode == 0, done.stderr
     steps = [line.split(":")[0] for line in done.stdout.splitlines() if line.startswith("[")]
-    assert steps == [f"[{n}/7] {s}" for n, s in enumerate(["check-source", "drain", "stop-route",
+    assert steps == [f"[{n}/8] {s}" for n, s in enumerate(["check-source", "fence", "drain", "stop-route",
                                                            "final-checkpoint", "commit-offsets", "verify",
                                                            "finish"], 1)]
-    assert "[5/7] commit-offsets: planned: 2 planned" in done.stdout
+    assert "[6/8] commit-offsets: planned: 2 planned" in done.stdout
     assert "Dry run of the failover of route dry: nothing was changed." in done.stdout
     for args, message in [
         (["--group", "nope"], "route dry: source 'primary': no consumer group 'nope'"),
@@ -174,7 +174,7 @@ def test_planned_failover_drains_waits_for_the_workers_and_resumes_where_it_stop
         commits = consume_part(pair.p, "planned-app", topic, {0: 9, 1: 2 * VISIBLE_PER_BATCH})
         first = _failover(pair, "--route", "planned", "--drain-timeout", "90", "--stop-timeout", "0")
         assert first.returncode == 1, first.stdout + first.stderr
-        assert "[2/7] drain: done: drained: nothing left to copy" in first.stdout
+        assert "[3/8] drain: done: drained: nothing left to copy" in first.stdout
         assert "1 worker(s) still in group 'mirrorflow-planned' on 'primary' after 0 s: stop them" in first.stderr
         [(run_id, status, stopped_at)] = pair.rows(
             "select id, status, stopped_at_step from mf_failover_run where route = 'planned'")
@@ -192,7 +192,7 @@ def test_planned_failover_drains_waits_for_the_workers_and_resumes_where_it_stop
     again = _failover(pair, "--route", "planned", "--drain-timeout", "90", "--json")
     assert again.returncode == 0, again.stderr
     assert f"resuming failover run {run_id} of route planned (stopped at stop-route)" in again.stderr
-    assert "[2/7] drain: done already" in again.stderr
+    assert "[3/8] drain: done already" in again.stderr
     run = json.loads(again.stdout)
     assert run["run_id"] == run_id and run["status"] == "done" and run["source_reachable"] is True
     assert run["rpo"]["basis"] == "measured" and run["rpo"]["records"] == 0

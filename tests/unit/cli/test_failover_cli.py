@@ -63,7 +63,7 @@ def test_unreachable_target_fails_the_first_step_and_a_rerun_resumes_it(tmp_path
     config = _config(tmp_path)
     assert main(["failover", "--config", str(config), "--route", "r", "--json"]) == 1
     captured = capsys.readouterr()
-    assert "[1/7] check-source: failed" in captured.err
+    assert "[1/8] check-source: failed" in captured.err
     assert "route r: failover run 1 stopped at step check-source: route r: target 'b' is unreachable" in captured.err
     assert "run the same failover again to resume it there" in captured.err
     printed = json.loads(captured.out)

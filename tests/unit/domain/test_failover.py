@@ -105,10 +105,24 @@ def test_every_step_is_planned_in_order() -> None:
     (TS, True, set()),
     (TS, False, {Step.DRAIN}),  # offsets-for-times need only the target
 ])
-def test_which_steps_are_skipped(mode: FailoverMode, reachable: bool, skipped: set[Step]) -> None:
-    request = FailoverRequest("r", ("g",), mode, T0 if mode == TS else None)
+@pytest.mark.parametrize("fence", [False, True])
+def test_which_steps_are_skipped(mode: FailoverMode, reachable: bool, skipped: set[Step], fence: bool) -> None:
+    request = FailoverRequest("r", ("g",), mode, T0 if mode == TS else None, fence=fence)
     statuses = _statuses(request, reachable)
-    assert {s for s, status in statuses.items() if status == StepStatus.SKIPPED} == skipped
+    # The fence: only asked for, and only on a source that answers (nobody writes to one that is down).
+    fenced = set() if fence and reachable else {Step.FENCE}
+    assert {s for s, status in statuses.items() if status == StepStatus.SKIPPED} == skipped | fenced
+
+
+def test_a_fence_is_part_of_the_work_and_accepting_a_bypass_needs_one() -> None:
+    assert not FailoverRequest("r").same_work(FailoverRequest("r", fence=True))
+    assert not FailoverRequest("r", fence=True).same_work(FailoverRequest("r", fence=True, accept_bypass=True))
+    assert FailoverRequest("r", accept_bypass=True).problems() == ["--accept-bypass is for a fenced failover: add "
+                                                                   "--fence"]
+    up = plan_steps(FailoverRequest("r", fence=True), "primary", "backup", "g", True)
+    assert "deny WRITE on the route's topics of 'primary'" in up[Step.FENCE][1]
+    down = plan_steps(FailoverRequest("r", fence=True), "primary", "backup", "g", False)
+    assert "fence it (or stop its producers) before it comes back" in down[Step.FENCE][1]
 
 
 def test_the_decisions_read_well() -> None:

@@ -18,6 +18,7 @@ from replicator.domain.failover_run import (
     rpo_from_points,
     rpo_measured,
 )
+from replicator.domain.fence import Bypass, FenceRecord, fence_acl
 from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
 from replicator.domain.target_group import TargetOutcome
 
@@ -42,13 +43,13 @@ def test_a_new_run_is_running_with_every_step_pending() -> None:
 
 
 def test_status_and_where_a_run_stopped() -> None:
-    half = _done(_run(), Step.CHECK_SOURCE, Step.DRAIN)
+    half = _done(_run(), Step.CHECK_SOURCE, Step.FENCE, Step.DRAIN)
     assert half.stopped_at == Step.STOP_ROUTE and half.status == RunStatus.RUNNING
     failed = half.with_step(StepRecord(Step.STOP_ROUTE, StepStatus.FAILED, error="2 workers still there"))
     assert failed.status == RunStatus.FAILED and failed.stopped_at == Step.STOP_ROUTE
     done = _done(_run(finished_at=T0 + dt.timedelta(seconds=4.5)), *Step)
     assert done.status == RunStatus.DONE and done.stopped_at is None and done.rto_seconds == 4.5
-    assert _done(_run(), Step.CHECK_SOURCE, status=StepStatus.SKIPPED).stopped_at == Step.DRAIN
+    assert _done(_run(), Step.CHECK_SOURCE, Step.FENCE, status=StepStatus.SKIPPED).stopped_at == Step.DRAIN
     assert _run(abandoned_at=T0).status == RunStatus.ABANDONED
     dry = FailoverRun.new(FailoverRequest("r", dry_run=True), "p", "b", "g", T0)
     assert dry.status == RunStatus.DRY_RUN
@@ -86,10 +87,13 @@ def test_json_round_trip_keeps_everything() -> None:
         source_reachable=False, points=(point,),
         commits=(GroupCommit(point, TargetOutcome.WRITTEN, 4, None, 9),),
         lags=(PartitionLag("orders", 0, 20, 9, True),), rpo=rpo_measured((PartitionLag("orders", 0, 20, 9, True),), T0),
-        route_stopped_at=T0, finished_at=T0 + dt.timedelta(seconds=3), notes=("a note",)), Step.CHECK_SOURCE)
+        route_stopped_at=T0, finished_at=T0 + dt.timedelta(seconds=3), notes=("a note",),
+        fence=FenceRecord("primary", (fence_acl("orders", "User:*"),), T0, (Bypass("orders", 0, 2, 20, 23),))),
+        Step.CHECK_SOURCE, Step.FENCE)
     data = json.loads(json.dumps(run.to_dict()))
     assert FailoverRun.from_dict(data) == run
     assert data["status"] == "running" and data["stopped_at"] == "drain" and data["rto_seconds"] == 3.0
+    assert data["request"]["fence"] is False and data["fence"]["acls"][0]["principal"] == "User:*"
 
 
 def test_next_steps_tell_each_group_where_to_go_and_the_route_is_held() -> None:

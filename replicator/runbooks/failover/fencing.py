@@ -1,0 +1,89 @@
+"""The failover's ``fence`` step, and lifting the fences of a route's runs (failback, ``--release``).
+
+The fence is raised on the source before the drain, so the drain ends at the
+source's last record and the RPO is what it says; records written past it (a
+producer the ACLs do not cover, a super user) lift it again and fail the step, the
+route left as it was and still copying -- unless the run accepts them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import pendulum
+
+from replicator.config import Config, RouteConfig
+from replicator.domain.failover import StepStatus
+from replicator.domain.failover_run import FailoverRun
+from replicator.domain.fence import FenceRecord, describe_bypass
+from replicator.runbooks import engine
+from replicator.runbooks import fence as fences
+from replicator.runbooks.context import Ctx
+from replicator.runbooks.engine import StepFailed
+from replicator.runbooks.failover.source import route_topics
+
+StepResult = engine.StepResult[FailoverRun]
+
+
+def check(config: Config, route: RouteConfig) -> str:
+    """What the fence would add (UsageError naming the cluster and the missing right when it cannot be raised)."""
+    return fences.plan(config, route.source, route_topics(config, route), route.fence.exempt).describe()
+
+
+def fence(ctx: Ctx[FailoverRun], run: FailoverRun) -> StepResult:
+    """Raise the fence on the source and watch it; roll it back (StepFailed) when records got past it."""
+    route, source, watch = ctx.route, ctx.route.source, ctx.route.fence.watch
+    topics = route_topics(ctx.config, route)
+    planned = fences.plan(ctx.config, source, topics, route.fence.exempt)
+    unguarded = (f"; {', '.join(planned.unguarded)}: no ACL lets anyone but super users write them, the watch "
+                 "covers them" if planned.unguarded else "")
+    if run.request.dry_run:
+        return StepResult(run, StepStatus.PLANNED, f"would fence {source!r}: {planned.describe()}; then watch "
+                                                   f"{watch:g} s that nothing more is written{unguarded}")
+    # Recorded before it is raised: a run that dies in between still knows which ACLs to lift.
+    earlier = run.fence.acls if run.fence is not None and run.fence.lifted_at is None else ()
+    record = FenceRecord(source, tuple(dict.fromkeys(earlier + planned.acls)), pendulum.now("UTC"))
+    run = ctx.save(dataclasses.replace(run, fence=record))
+    fences.raise_fence(ctx.config, source, planned.acls)
+    ctx.say(f"  fence: {planned.describe()} on {source!r}{unguarded}; watching {watch:g} s")
+    found = fences.watch(ctx.config, source, topics, watch, ctx.say)
+    if not found:
+        return StepResult(run, StepStatus.DONE, f"fenced: {planned.describe()}{unguarded}; nothing written in "
+                                                f"{watch:g} s after it")
+    record = dataclasses.replace(record, bypass=found)
+    if run.request.accept_bypass:
+        note = (f"records were written past the fence ({describe_bypass(found)}): accepted (--accept-bypass); "
+                "the drain copies those written before the route stops, later ones count in no RPO")
+        run = dataclasses.replace(run, fence=record, notes=(*run.notes, note))
+        return StepResult(run, StepStatus.DONE, f"fenced, bypassed: {describe_bypass(found)}; going on "
+                                                "(--accept-bypass)")
+    fences.lift_fence(ctx.config, source, record.acls)
+    ctx.save(dataclasses.replace(run, fence=dataclasses.replace(record, lifted_at=pendulum.now("UTC"))))
+    raise StepFailed(f"route {route.name}: records were written to {source!r} past the fence: "
+                     f"{describe_bypass(found)} (a producer the ACLs do not cover, or a super user). The fence is "
+                     "lifted and the route left as it was, still copying. Stop that writer and run the failover "
+                     "again, or add --accept-bypass to go on with those records in the RPO")
+
+
+def lift_held(config: Config, route: RouteConfig, say: Callable[[str], None], dry_run: bool = False) -> list[str]:
+    """Lift every fence the route's failover runs left raised; a line for each."""
+    from replicator.state import failovers
+    from replicator.state.store import StateStore
+
+    with StateStore(config.state.url) as store:
+        raised = store.run(lambda session: failovers.raised_fences(session, route.name))
+    lines = []
+    for run_id, record in raised:
+        if dry_run:
+            lines.append(f"would lift the fence of failover run {run_id} on {record.cluster!r} "
+                         f"({len(record.acls)} ACL(s))")
+            continue
+        gone = fences.lift_fence(config, record.cluster, record.acls)
+        lifted = dataclasses.replace(record, lifted_at=pendulum.now("UTC"))
+        with StateStore(config.state.url) as store:
+            with store.session() as session:
+                failovers.save_fence(session, run_id, lifted)
+        lines.append(f"fence of failover run {run_id} lifted on {record.cluster!r}: {gone} ACL(s) deleted")
+        say(lines[-1])
+    return lines
