@@ -47,6 +47,10 @@ class PartitionLag:
     end_offset: int
     replicated: int | None
     pending: bool  # a visible record (not a marker) is at or after ``replicated``
+    # Records at or after the last stable offset: a transaction still open there (and what follows it). Not
+    # visible to the route (it reads committed records) until it commits; a commit after the cutover is lost.
+    open_records: int = 0
+    stable_end: int | None = None  # the last stable offset, when below the end
 
     @property
     def not_replicated(self) -> int:
@@ -62,6 +66,8 @@ class Rpo:
     basis: RpoBasis
     as_of: dt.datetime | None = None
     partitions: tuple[tuple[str, int, int], ...] = ()  # (topic, partition, records) where records > 0
+    # (topic, partition, last stable offset, records from it): transactions still open on the source
+    open_transactions: tuple[tuple[str, int, int, int], ...] = ()
 
     def describe(self) -> str:
         """One line for the operator."""
@@ -74,15 +80,31 @@ class Rpo:
         if self.basis == RpoBasis.MEASURED and not self.records:
             return "RPO: 0 records: everything was copied when the route stopped"
         if self.basis == RpoBasis.MEASURED:
-            return f"RPO: at most {self.records} records not replicated" + (f" ({where})" if where else "")
+            return (f"RPO: at most {self.records} records not replicated" + (f" ({where})" if where else "")
+                    + self._open_words())
         return (f"RPO: {self.records} records known not replicated as of the checkpoint of {iso(self.as_of)}"
                 + (f" ({where})" if where else "") + "; later records of the source are not known")
+
+
+    def _open_words(self) -> str:
+        if not self.open_transactions:
+            return ""
+        n = sum(records for *_, records in self.open_transactions)
+        where = ", ".join(f"{t}-{p}: {records} from offset {first}" for t, p, first, records in self.open_transactions)
+        return (f"; {n} of them in transactions still open on the source ({where}): not visible to the route; "
+                "if they commit there after the cutover they are not copied")
 
 
 def rpo_measured(lags: tuple[PartitionLag, ...], at: dt.datetime) -> Rpo:
     """The RPO of a route stopped with these lags."""
     left = tuple((lag.topic, lag.partition, lag.not_replicated) for lag in lags if lag.not_replicated)
-    return Rpo(sum(n for _, _, n in left), RpoBasis.MEASURED, at, left)
+    return Rpo(sum(n for _, _, n in left), RpoBasis.MEASURED, at, left, open_transactions(lags))
+
+
+def open_transactions(lags: tuple[PartitionLag, ...]) -> tuple[tuple[str, int, int, int], ...]:
+    """(topic, partition, last stable offset, records from it) where a transaction is still open."""
+    return tuple((lag.topic, lag.partition, lag.stable_end, lag.open_records) for lag in lags
+                 if lag.open_records and lag.stable_end is not None and lag.not_replicated)
 
 
 def rpo_from_points(points: tuple[ResumePoint, ...]) -> Rpo:
@@ -165,7 +187,8 @@ class FailoverRun(RunSteps[Step]):
                               c["verified"]) for c in data["commits"]),
             tuple(PartitionLag(**lag) for lag in data["lags"]),
             None if rpo is None else Rpo(rpo["records"], RpoBasis(rpo["basis"]), parse_time(rpo["as_of"]),
-                                         tuple((t, p, n) for t, p, n in rpo["partitions"])),
+                                         tuple((t, p, n) for t, p, n in rpo["partitions"]),
+                                         tuple((t, p, f, n) for t, p, f, n in rpo["open_transactions"])),
             parse_time(data["route_stopped_at"]), parse_time(data["finished_at"]), parse_time(data["abandoned_at"]),
             tuple(data["notes"]), None if data["fence"] is None else FenceRecord.from_dict(data["fence"]),
         )

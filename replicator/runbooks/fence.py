@@ -12,13 +12,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
     AclBindingFilter,
     AclOperation,
     AdminClient,
     ConfigResource,
-    OffsetSpec,
     ResourcePatternType,
     ResourceType,
 )
@@ -28,8 +27,9 @@ from replicator.domain.acl_spec import AclSpec
 from replicator.domain.checkpoint import Partition
 from replicator.domain.fence import Bypass, FencePlan, bypassed, moved, plan_fence
 from replicator.errors import ClusterError, UsageError
-from replicator.kafka.admin import error_name, error_text
+from replicator.kafka.admin import error_text
 from replicator.kafka.clients import admin_settings
+from replicator.kafka.log_ranges import count_records, ends
 from replicator.runbooks.sync.read import read_acls, to_binding
 
 # Requests a broker accepted before it applied the fence may still land: the watch starts this long after it.
@@ -146,47 +146,3 @@ def _partitions(admin: AdminClient, cluster: str, topics: Sequence[str]) -> list
     except KafkaException as exc:
         raise ClusterError(f"cluster {cluster!r}: no metadata: {error_text(exc)}") from None
     return [(t, p) for t in topics if t in meta.topics for p in sorted(meta.topics[t].partitions)]
-
-
-def ends(admin: AdminClient, cluster: str, partitions: Sequence[Partition]) -> dict[Partition, int]:
-    """Each partition's end (high watermark)."""
-    if not partitions:
-        return {}
-    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-    asked = {TopicPartition(t, p): latest for t, p in partitions}
-    out: dict[Partition, int] = {}
-    for tp, future in admin.list_offsets(asked, request_timeout=TIMEOUT_S).items():
-        try:
-            out[(tp.topic, tp.partition)] = future.result(timeout=TIMEOUT_S + 5).offset
-        except KafkaException as exc:
-            if error_name(exc) == "UNKNOWN_TOPIC_OR_PART":
-                continue
-            raise ClusterError(f"cluster {cluster!r}: end of {tp.topic}-{tp.partition}: {error_text(exc)}") from None
-    return out
-
-
-def count_records(properties: dict[str, str], ranges: dict[Partition, tuple[int, int]],
-                  timeout: float = 30.0) -> dict[Partition, int]:
-    """Records (transaction markers are not records) in each ``[first, end)``; aborted ones count: they were
-    written. A range not read to its end in ``timeout`` counts its offsets (an upper bound)."""
-    consumer = Consumer({**admin_settings(properties), "group.id": "mirrorflow-fence-watch",
-                         "enable.auto.commit": "false", "isolation.level": "read_uncommitted",
-                         "enable.partition.eof": "false"})
-    consumer.assign([TopicPartition(t, p, first) for (t, p), (first, _) in ranges.items()])
-    counts = {key: 0 for key in ranges}
-    open_ = dict(ranges)
-    deadline = time.monotonic() + timeout
-    try:
-        while open_ and time.monotonic() < deadline:
-            for message in consumer.consume(500, 0.2):
-                key = (message.topic(), message.partition())
-                if message.error() is None and key in open_ and (message.offset() or 0) < open_[key][1]:
-                    counts[key] += 1
-            for tp in consumer.position([TopicPartition(t, p) for t, p in open_]):
-                if tp.offset >= open_[(tp.topic, tp.partition)][1]:
-                    del open_[(tp.topic, tp.partition)]
-    finally:
-        consumer.close()
-    for key, (first, end) in open_.items():
-        counts[key] = end - first
-    return counts

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from replicator.domain.failover import FailoverMode, FailoverRequest, Step, StepRecord, StepStatus
-from replicator.domain.failover_run import FailoverRun, PartitionLag, Rpo, RpoBasis, RunStatus
+from replicator.domain.failover_run import FailoverRun, PartitionLag, Rpo, RpoBasis, RunStatus, open_transactions
 from replicator.domain.fence import FenceRecord
 from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
 from replicator.domain.target_group import TargetOutcome
@@ -51,7 +51,8 @@ def save_run(session: Session, run: FailoverRun) -> FailoverRun:
     row.rpo_records, row.rpo_basis = (None, None) if rpo is None else (rpo.records, rpo.basis.value)
     row.rpo_as_of = None if rpo is None else rpo.as_of
     row.rpo_partitions = None if rpo is None else json.dumps([list(p) for p in rpo.partitions])
-    row.lags = json.dumps([[x.topic, x.partition, x.end_offset, x.replicated, x.pending] for x in run.lags])
+    row.lags = json.dumps([[x.topic, x.partition, x.end_offset, x.replicated, x.pending, x.open_records,
+                            x.stable_end] for x in run.lags])
     row.notes = "\n".join(run.notes) or None
     row.triggered_at, row.route_stopped_at, row.finished_at = run.triggered_at, run.route_stopped_at, \
         run.finished_at
@@ -148,10 +149,11 @@ def _to_domain(row: FailoverRunRow) -> FailoverRun:
     offsets = sorted(row.offsets, key=lambda o: (o.group_id, o.topic, o.partition))
     commits = tuple(GroupCommit(_point(o), TargetOutcome(o.outcome), o.current_offset, o.error, o.verified_offset)
                     for o in offsets if o.outcome is not None)
+    lags = tuple(PartitionLag(*x) for x in json.loads(row.lags or "[]"))
     rpo = None if row.rpo_basis is None else Rpo(
         row.rpo_records, RpoBasis(row.rpo_basis), _maybe(row.rpo_as_of),
-        tuple((t, p, n) for t, p, n in json.loads(row.rpo_partitions or "[]")))
-    lags = tuple(PartitionLag(*x) for x in json.loads(row.lags or "[]"))
+        tuple((t, p, n) for t, p, n in json.loads(row.rpo_partitions or "[]")),
+        open_transactions(lags) if row.rpo_basis == RpoBasis.MEASURED.value else ())
     return FailoverRun(
         request, row.source_cluster, row.target_cluster, row.route_group, utc(row.triggered_at), steps, row.id,
         row.source_reachable, tuple(_point(o) for o in offsets), commits,

@@ -10,10 +10,19 @@ import pytest
 from replicator.config import parse_config
 from replicator.domain.failover import FailoverMode, FailoverRequest, Step, StepRecord, StepStatus
 from replicator.domain.failover_run import FailoverRun, PartitionLag, RunStatus, rpo_measured
+from replicator.domain.fence import Bypass, FenceRecord, fence_acl
 from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
 from replicator.domain.target_group import TargetOutcome
 from replicator.state.failover_hold import RouteFailedOver, refuse_if_failed_over, release
-from replicator.state.failovers import load_run, route_hold, runs, save_run, unfinished_run
+from replicator.state.failovers import (
+    load_run,
+    raised_fences,
+    route_hold,
+    runs,
+    save_fence,
+    save_run,
+    unfinished_run,
+)
 from replicator.state.models import FailoverOffsetRow, FailoverStepRow
 from replicator.state.store import StateStore
 
@@ -34,15 +43,32 @@ def test_a_run_saved_step_by_step_loads_back_whole(state_url: str) -> None:
         run = dataclasses.replace(run, source_reachable=False, points=(POINT,), route_stopped_at=T0)
         for _ in range(2):  # saving again (a retried task) is harmless
             store.run(lambda s: save_run(s, run))
-        lag = PartitionLag("orders", 0, 20, 9, True)
+        lag = PartitionLag("orders", 0, 20, 9, True, 2, 18)  # a transaction still open at 18
+        fence = FenceRecord("primary", (fence_acl("orders", "User:app"),), T0, (Bypass("orders", 0, 1, 5, 6),))
         run = dataclasses.replace(run, commits=(GroupCommit(POINT, TargetOutcome.WRITTEN, 4, None, 9),),
                                   lags=(lag,), rpo=rpo_measured((lag,), T0), notes=("one", "two"),
-                                  finished_at=T0 + dt.timedelta(seconds=7))
+                                  finished_at=T0 + dt.timedelta(seconds=7), fence=fence)
         store.run(lambda s: save_run(s, run))
         with store.session() as session:
             assert load_run(session, run.run_id) == run
             assert session.query(FailoverStepRow).count() == len(Step)
             assert session.query(FailoverOffsetRow).count() == 1
+
+
+def test_a_raised_fence_is_listed_until_it_is_lifted(state_url: str) -> None:
+    fence = FenceRecord("primary", (fence_acl("orders", "User:*"),), T0)
+    with StateStore(state_url) as store:
+        plain = store.run(lambda s: save_run(s, _new()))
+        fenced = store.run(lambda s: save_run(s, dataclasses.replace(_new(fence=True), fence=fence)))
+        assert store.run(lambda s: raised_fences(s, "r")) == [(fenced.run_id, fence)]
+        assert plain.run_id is not None and store.run(lambda s: raised_fences(s, "other")) == []
+        lifted = dataclasses.replace(fence, lifted_at=T0)
+        assert fenced.run_id is not None
+        store.run(lambda s: save_fence(s, fenced.run_id, lifted))
+        assert store.run(lambda s: raised_fences(s, "r")) == []
+        with store.session() as session:
+            loaded = load_run(session, fenced.run_id)
+        assert loaded.fence == lifted and loaded.request.fence
 
 
 def test_the_unfinished_run_is_the_one_a_rerun_resumes(state_url: str) -> None:

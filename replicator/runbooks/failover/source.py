@@ -23,6 +23,7 @@ from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import cluster_metadata
 from replicator.kafka.clients import admin_settings
 from replicator.kafka.groups import active_members
+from replicator.kafka.log_ranges import count_records, ends
 from replicator.kafka.route_status import PartitionStatus, route_status
 
 
@@ -57,9 +58,26 @@ def measure_lags(config: Config, route: RouteConfig) -> tuple[PartitionLag, ...]
     except ConfigError as exc:  # the route's rows are missing: it never ran against this state DB
         raise UsageError(f"route {route.name}: {exc} (state.url of the config): did it ever run?") from None
     statuses = [s for s in statuses if is_application_topic(s.topic)]  # a last heartbeat is no data lost
-    left = pending(config.cluster(route.source).client_properties(), statuses)
-    return tuple(PartitionLag(s.topic, s.partition, s.end_offset, s.committed, (s.topic, s.partition) in left)
+    properties = config.cluster(route.source).client_properties()
+    left = pending(properties, statuses)
+    unstable = open_ranges(config, route.source, statuses)
+    counted = count_records(properties, unstable) if unstable else {}
+    return tuple(PartitionLag(s.topic, s.partition, s.end_offset, s.committed, (s.topic, s.partition) in left,
+                              counted.get((s.topic, s.partition), 0),
+                              unstable.get((s.topic, s.partition), (None, 0))[0])
                  for s in statuses)
+
+
+def open_ranges(config: Config, cluster: str, statuses: Iterable[PartitionStatus]) -> dict[Partition, tuple[int, int]]:
+    """The partitions (with records left to copy) whose last stable offset is below their end: a transaction is
+    still open there -> (first offset not copied at or after it, end)."""
+    lagging = {(s.topic, s.partition): s for s in statuses if s.lag > 0}
+    if not lagging:
+        return {}
+    admin = AdminClient(admin_settings(config.cluster(cluster).client_properties()))
+    stable = ends(admin, cluster, list(lagging), stable=True)
+    return {key: (max(lso, s.committed or 0), s.end_offset) for key, s in lagging.items()
+            if (lso := stable.get(key, s.end_offset)) < s.end_offset}
 
 
 def pending(properties: dict[str, str], statuses: Iterable[PartitionStatus], timeout: float = 10.0) -> set[Partition]:

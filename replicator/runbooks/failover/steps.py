@@ -95,7 +95,9 @@ def _left(lags: tuple[PartitionLag, ...]) -> str:
     left = [lag for lag in lags if lag.not_replicated]
     if not left:
         return "nothing left to copy"
-    return f"{sum(lag.not_replicated for lag in left)} offsets left on {len(left)} partition(s)"
+    still_open = sum(lag.open_records for lag in left)
+    return (f"{sum(lag.not_replicated for lag in left)} offsets left on {len(left)} partition(s)"
+            + (f" ({still_open} records in transactions still open on the source)" if still_open else ""))
 
 
 def _drained(state: DrainState, lags: tuple[PartitionLag, ...], took: float, group: str) -> str:

@@ -55,6 +55,7 @@ ROUTES = {  # route -> (topic, partitions, groups the route checkpoints)
     "ident": ("f-ident", 2, ["ident-app"]),  # policy identity: failed over planned, failed back (incremental)
     "eos": ("f-eos", 2, ["eos-app"]),  # exactly-once: failed over planned
     "eosb": ("f-eosb", 2, ["eosb-app"]),  # exactly-once: failed over planned, then failed back (incremental)
+    "open": ("f-open", 2, ["open-app"]),  # a transaction still open on the source at the cutover
 }
 POLICIES = {"ident": "identity"}
 GUARANTEES = {"eos": "exactly-once", "eosb": "exactly-once"}
@@ -202,6 +203,32 @@ def test_planned_failover_drains_waits_for_the_workers_and_resumes_where_it_stop
     resumed = resume_on_target(pair.b, "planned-app", f"primary.{topic}", partitions)
     for p in range(partitions):
         assert resumed[p] == [rec for offset, rec in source[p] if offset >= commits[p]], f"partition {p}"
+
+
+def test_records_of_a_transaction_still_open_at_the_cutover_are_counted_and_named_in_the_rpo(pair: Pair) -> None:
+    """The route reads committed records: an open transaction's records are invisible to it, and lost if the
+    transaction commits after the cutover. They are not silently left behind: the RPO names them."""
+    pair.up()
+    topic, partitions, _ = ROUTES["open"]
+    write_batch(pair.p, topic, partitions, "one")
+    _copy(pair, "open", read_source(pair.p, topic, partitions))
+    stable = end_offsets(pair.p, topic, partitions, "read_uncommitted")[0]
+    producer = Producer({"bootstrap.servers": pair.p, "transactional.id": "f-open-at-cutover"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for n in range(3):
+        producer.produce(topic, f"open-{n}".encode(), b"k", partition=0)
+    producer.flush(30)
+    try:
+        done = _failover(pair, "--route", "open", "--drain-timeout", "2", "--json")
+    finally:
+        producer.abort_transaction(30)
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)
+    assert run["rpo"]["records"] == 3 and run["rpo"]["open_transactions"] == [[topic, 0, stable, 3]], run["rpo"]
+    assert (f"RPO: at most 3 records not replicated ({topic}-0: 3); 3 of them in transactions still open on the "
+            f"source ({topic}-0: 3 from offset {stable})") in run["next_steps"]
+    assert _failover(pair, "--route", "open", "--release").returncode == 0
 
 
 def test_planned_failover_of_an_exactly_once_route_resumes_a_group_with_none_repeated(pair: Pair) -> None:

@@ -65,6 +65,16 @@ def test_measured_rpo_counts_only_partitions_with_records_left() -> None:
     assert rpo_measured(lags[:2], T0).describe() == "RPO: 0 records: everything was copied when the route stopped"
 
 
+def test_records_of_transactions_still_open_on_the_source_are_counted_and_named_in_the_rpo() -> None:
+    lags = (PartitionLag("orders", 0, 100, 90, True, 4, 96),  # 6 committed records, then a transaction of 4
+            PartitionLag("orders", 1, 50, 50, False))
+    rpo = rpo_measured(lags, T0)
+    assert rpo.records == 10 and rpo.open_transactions == (("orders", 0, 96, 4),)
+    assert rpo.describe() == ("RPO: at most 10 records not replicated (orders-0: 10); 4 of them in transactions still "
+                              "open on the source (orders-0: 4 from offset 96): not visible to the route; if they "
+                              "commit there after the cutover they are not copied")
+
+
 def test_rpo_from_checkpoints_is_the_furthest_a_group_read_past_the_copy() -> None:
     later = T0 + dt.timedelta(minutes=1)
     points = (ResumePoint("a", "orders", 0, "p.orders", 5, Basis.BEHIND, 12, 7, T0),
@@ -86,7 +96,8 @@ def test_json_round_trip_keeps_everything() -> None:
         request=FailoverRequest("r", ("app",), FailoverMode.TIMESTAMP, T0, 30, 10, 5), run_id=7,
         source_reachable=False, points=(point,),
         commits=(GroupCommit(point, TargetOutcome.WRITTEN, 4, None, 9),),
-        lags=(PartitionLag("orders", 0, 20, 9, True),), rpo=rpo_measured((PartitionLag("orders", 0, 20, 9, True),), T0),
+        lags=(PartitionLag("orders", 0, 20, 9, True, 3, 17),),
+        rpo=rpo_measured((PartitionLag("orders", 0, 20, 9, True, 3, 17),), T0),
         route_stopped_at=T0, finished_at=T0 + dt.timedelta(seconds=3), notes=("a note",),
         fence=FenceRecord("primary", (fence_acl("orders", "User:*"),), T0, (Bypass("orders", 0, 2, 20, 23),))),
         Step.CHECK_SOURCE, Step.FENCE)
