@@ -1,14 +1,19 @@
-"""``mirrorflow topics add|remove|list --route ROUTE [--topic TOPIC]`` (or ``ROUTE [TOPIC]``): change a running
-route's topics, no restart."""
+"""``mirrorflow topics add|remove|pause|resume|list --route ROUTE [--topic TOPIC]`` (or ``ROUTE [TOPIC]``): change
+a running route's topics, no restart."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from replicator.cli.commands import Command, Group, Option
 from replicator.cli.common import CONFIG, config_of
 from replicator.cli.output import table
-from replicator.errors import UsageError
+from replicator.errors import ClusterError, UsageError
+
+if TYPE_CHECKING:
+    from replicator.config import Config, RouteConfig
+    from replicator.domain.route_topic import RouteTopic
 
 
 def _route_and_topic(args: argparse.Namespace, topic_wanted: bool) -> tuple[str, str | None]:
@@ -47,6 +52,63 @@ def change_topic(args: argparse.Namespace) -> int:
     return 0
 
 
+def pause_topic(args: argparse.Namespace) -> int:
+    """Pause or resume a topic the route copies: its workers stop (or start again) fetching it within seconds,
+    every other partition staying where it is; the topic stays on the route."""
+    from replicator.domain.route_topic import AddedBy, DesiredState
+    from replicator.state.repository import register_routes, route_topics, set_topic
+    from replicator.state.store import StateStore
+    from replicator.worker.subscription import REFRESH_SECONDS
+
+    name, topic = _route_and_topic(args, topic_wanted=True)
+    assert topic is not None
+    config = config_of(args)
+    route = config.route(name)
+    pause = args.action == "pause"
+    with StateStore(config.state.url) as store:
+        with store.session() as session:
+            register_routes(session, [route])
+            rows = {r.topic: r for r in route_topics(session, route.name)}
+            _check_copied(config, route, topic, rows)
+            row = rows.get(topic)
+            if not pause and (row is None or row.desired_state != DesiredState.PAUSED):
+                print(f"route {route.name}: topic {topic} is not paused: nothing to resume")
+                return 0
+            wanted = DesiredState.PAUSED if pause else DesiredState.REPLICATE
+            set_topic(session, route.name, topic, wanted, AddedBy.CONFIG if row is None else row.added_by)
+    print(f"route {route.name}: topic {topic} {'paused' if pause else 'resumed'}: its workers follow within "
+          f"{REFRESH_SECONDS:g} s, the other partitions copy on")
+    return 0
+
+
+def _check_copied(config: Config, route: RouteConfig, topic: str, rows: dict[str, RouteTopic]) -> None:
+    """UsageError naming ``topic`` unless the route copies it (the source's topics by the route's patterns and
+    the topics added or removed by hand; the state DB's when the source does not answer)."""
+    from replicator.domain.heartbeat import heartbeat_topic
+    from replicator.domain.route_topic import AddedBy, DesiredState
+    from replicator.domain.topic_selection import select_topics
+    from replicator.kafka.admin import admin_client
+    from replicator.kafka.clients import admin_settings
+    from replicator.kafka.topics import source_partitions
+
+    if topic == heartbeat_topic(route.name):
+        raise UsageError(f"route {route.name}: {topic!r} is the route's heartbeat topic: pausing it would only "
+                         "raise a false SLA breach")
+    added = {t for t, r in rows.items() if r.added_by == AddedBy.CLI and r.desired_state != DesiredState.REMOVED}
+    removed = {t for t, r in rows.items() if r.desired_state == DesiredState.REMOVED}
+    try:
+        admin = admin_client(admin_settings(config.cluster(route.source).client_properties()))
+        copied = set(select_topics(source_partitions(admin), route.topic_filter, config.policy(route),
+                                   route.target, added, removed).partitions)
+        where = f"on {route.source!r}"
+    except ClusterError as exc:
+        copied = {t for t, r in rows.items() if r.desired_state != DesiredState.REMOVED}
+        where = f"known to the state DB ({route.source!r} does not answer: {exc})"
+    if topic not in copied:
+        raise UsageError(f"route {route.name} does not copy topic {topic!r}: no such topic {where} matches its "
+                         f"topics {list(route.topics)} (or was added by hand)")
+
+
 def list_topics(args: argparse.Namespace) -> int:
     """Print the route's topic rows."""
     from replicator.state.repository import register_routes, route_topics
@@ -68,10 +130,15 @@ ROUTE = Option("--route", metavar="NAME", help="the route (or give it first by p
 TOPIC = Option("--topic", metavar="NAME", help="the topic (or give it by position, after the route)")
 NAMES = Option("names", nargs="*", metavar="ROUTE [TOPIC]", help="the route and topic by position (as before)")
 
-TOPICS = Group("topics", help="add or remove topics of a route (running workers follow within seconds)", commands=(
+TOPICS = Group("topics", help="add, remove, pause or resume topics of a route (running workers follow within "
+               "seconds)", commands=(
     Command("add", change_topic, help="replicate TOPIC on ROUTE, even if the route's patterns do not match it",
             options=(CONFIG, ROUTE, TOPIC, NAMES)),
     Command("remove", change_topic, help="stop replicating TOPIC on ROUTE, even if the route's patterns match it",
+            options=(CONFIG, ROUTE, TOPIC, NAMES)),
+    Command("pause", pause_topic, help="stop copying TOPIC on ROUTE for now: no record fetched, no rebalance, the "
+            "topic stays on the route (its lag grows)", options=(CONFIG, ROUTE, TOPIC, NAMES)),
+    Command("resume", pause_topic, help="copy a paused TOPIC again, from where it stopped",
             options=(CONFIG, ROUTE, TOPIC, NAMES)),
     Command("list", list_topics, help="the topics of ROUTE: wanted state and last reported status",
             options=(CONFIG, ROUTE, NAMES)),

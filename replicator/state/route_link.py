@@ -52,12 +52,13 @@ class StateLink:
         self._kept: deque[_Write] = deque()
         self._counts: RunCounts | None = None  # transaction counts not yet kept (see ``transactions``)
         self._manual: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+        self._paused: frozenset[str] = frozenset()  # topics the operator paused (subscribed, not fetched)
         # The worker's topic refresh reads and writes from a thread of its own, the loop writes losses: one at
         # a time, so kept writes are stored once each and in order.
         self._lock = threading.RLock()
 
     def manual_topics(self) -> tuple[set[str], set[str]]:
-        """Topics added (replicate) and removed/paused by ``mirrorflow topics``.
+        """Topics added and removed by ``mirrorflow topics`` (a paused one stays subscribed: see ``paused``).
 
         While the DB is away, what it said last: its silence must not resume a paused topic.
         """
@@ -69,10 +70,16 @@ class StateLink:
 
         rows = self._read(work)
         if rows is not None:
-            wanted = [r for r in rows if r.desired_state == DesiredState.REPLICATE]
-            self._manual = (frozenset(r.topic for r in wanted if r.added_by == AddedBy.CLI),
-                            frozenset(r.topic for r in rows if r.desired_state != DesiredState.REPLICATE))
+            kept = [r for r in rows if r.desired_state != DesiredState.REMOVED]
+            self._manual = (frozenset(r.topic for r in kept if r.added_by == AddedBy.CLI),
+                            frozenset(r.topic for r in rows if r.desired_state == DesiredState.REMOVED))
+            self._paused = frozenset(r.topic for r in rows if r.desired_state == DesiredState.PAUSED)
         return set(self._manual[0]), set(self._manual[1])
+
+    @property
+    def paused(self) -> frozenset[str]:
+        """The topics ``mirrorflow topics pause`` paused, as of the last ``manual_topics`` read."""
+        return self._paused
 
     def held(self) -> str | None:
         """Why the route must stop now: a failover holds it (None: it may run, or the DB did not answer)."""

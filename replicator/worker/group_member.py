@@ -50,7 +50,8 @@ class GroupMember(ABC):
     resets: set[TP]
     backlog: deque[Message]
     topic_id_of: dict[TP, str]
-    paused: bool
+    paused: bool  # the whole assignment, by a full producer queue
+    paused_topics: frozenset[str]  # by the operator (``mirrorflow topics pause``): subscribed, not fetched
     failure: str | None
     unsafe: bool
     _retry_at: float
@@ -165,17 +166,45 @@ class GroupMember(ABC):
             log.warning("worker id released: joined the group route=%s waited_s=%.1f", self.route.name,
                         time.monotonic() - self.id_held_since)
             self.id_held_since = None
-        if started and not self.paused and self.failure is None:  # on_data_loss: fail copies nothing past the gap
-            consumer.resume(started)
+        fetching = self._may_fetch(started)
+        if fetching and not self.paused and self.failure is None:  # on_data_loss: fail copies nothing past the gap
+            consumer.resume(fetching)
         if started:
             metrics.ASSIGNED.labels(self.route.name).set(len(self.inflight.ledgers))
             log.info("placed route=%s partitions=%s", self.route.name,
                      ",".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in started))
 
+    def _may_fetch(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """Those of ``partitions`` whose topic the operator has not paused."""
+        return [tp for tp in partitions if tp.topic not in self.paused_topics]
+
+    def _follow_pauses(self, topics: frozenset[str]) -> None:
+        """Pause the owned partitions of topics the operator paused, resume those of topics resumed: no
+        rebalance, the group keeps every partition where it is. A paused partition's prefetched records are
+        dropped by librdkafka and fetched again on resume: nothing skipped."""
+        if self._consumer is None:
+            self.paused_topics = topics
+            return
+        newly, lifted = topics - self.paused_topics, self.paused_topics - topics
+        self.paused_topics = topics
+        consumer = self.consumer
+        assigned = consumer.assignment()
+        metrics.PAUSED.labels(self.route.name).set(sum(tp.topic in topics for tp in assigned))
+        stop = [tp for tp in assigned if tp.topic in newly]
+        go = [tp for tp in assigned if tp.topic in lifted and (tp.topic, tp.partition) not in self.unplaced]
+        if stop:
+            consumer.pause(stop)
+        if go and not self.paused and self.failure is None:
+            consumer.resume(go)
+        for what, changed, partitions in (("paused", newly, stop), ("resumed", lifted, go)):
+            if changed:
+                log.info("topics %s by the operator route=%s topics=%s partitions=%d", what, self.route.name,
+                         ",".join(sorted(changed)), len(partitions))
+
     def _fetch_from(self, consumer: Consumer, tp: TopicPartition) -> None:
         """Make the consumer fetch ``tp`` from its placed offset (assigned paused by ``_on_assign``)."""
         fetch_from(consumer, tp)
-        if self.paused:  # assigned afresh (after a reset error), it would fetch: the backlog comes first
+        if self.paused or tp.topic in self.paused_topics:  # assigned afresh (after a reset error), it would fetch
             consumer.pause([TopicPartition(tp.topic, tp.partition)])
 
     def _committed_reader(self) -> Committed | None:
@@ -206,7 +235,7 @@ class GroupMember(ABC):
                 ledger.moved_to(moved_to)
             self.resets.discard(key)
             self.subscription.force_refresh()
-            if self.paused:  # a partition assigned afresh fetches: the backlog comes first
+            if self.paused or key[0] in self.paused_topics:  # a partition assigned afresh fetches
                 consumer.pause([TopicPartition(*key)])
 
     # -- rebalance (callbacks served by consume) -----------------------------------

@@ -32,6 +32,7 @@ TRANSACTIONS = Counter("mirrorflow_transactions", "Transactions of an exactly-on
 GUARANTEE = Gauge("mirrorflow_route_guarantee", "1 for the delivery guarantee a running route gives",
                   ["route", "guarantee"])
 ASSIGNED = Gauge("mirrorflow_assigned_partitions", "Source partitions assigned to this worker", ["route"])
+PAUSED = Gauge("mirrorflow_paused_partitions", "Assigned source partitions of topics the operator paused", ["route"])
 # A turn waits at most ~50 ms when there is nothing to do (or the queue is full): longer turns are stalls.
 LOOP_TURN = Histogram("mirrorflow_loop_turn_seconds", "Time of one turn of the worker's copy loop", ["route"],
                       buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))

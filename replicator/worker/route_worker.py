@@ -110,6 +110,7 @@ class RouteWorker(GroupMember):
         self.resets: set[TP] = set()  # fell off the log; their recovery is still to be done
         self.backlog: deque[Message] = deque()
         self.paused = False  # the whole assignment, by a full producer queue
+        self.paused_topics: frozenset[str] = frozenset()  # by the operator: see GroupMember._follow_pauses
         self.merged: frozenset[str] = frozenset()  # the subscription's, kept here for the hot path
         self.failure: str | None = None
         self.unsafe = False  # a callback failed: commit nothing more
@@ -214,6 +215,7 @@ class RouteWorker(GroupMember):
         self.merged = self.subscription.merged
         if topics is not None:
             self._subscribe(topics)
+        self._follow_pauses(self.subscription.paused)
 
     # -- the copy ----------------------------------------------------------------
 
@@ -367,7 +369,8 @@ class RouteWorker(GroupMember):
             consumer.pause(consumer.assignment())
             self._paused_at = self._paused_at or time.monotonic()
             return
-        consumer.resume([tp for tp in consumer.assignment() if (tp.topic, tp.partition) not in self.unplaced])
+        consumer.resume(self._may_fetch([tp for tp in consumer.assignment()
+                                         if (tp.topic, tp.partition) not in self.unplaced]))
         if self._pause_reported and self._paused_at is not None:
             log.warning("producer queue has room again: source resumed route=%s paused_s=%.1f",
                         self.route.name, time.monotonic() - self._paused_at)

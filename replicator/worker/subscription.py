@@ -67,6 +67,7 @@ class Look:
     wanted: dict[str, tuple[str, int]] = field(default_factory=dict)
     limit_of: dict[str, int] = field(default_factory=dict)
     held: str | None = None  # why the route must stop: a failover holds it
+    paused: frozenset[str] = frozenset()  # topics the operator paused: subscribed, not fetched
 
 
 class Subscription:
@@ -85,6 +86,7 @@ class Subscription:
         self.merged: frozenset[str] = frozenset()
         self.partitions: dict[str, int] = {}
         self.limit_of: dict[str, int] = {}  # source topic -> its target topic's max.message.bytes
+        self.paused: frozenset[str] = frozenset()  # topics the operator paused (``mirrorflow topics pause``)
         self.state = StateLink(route, store)
         self.topic_ids: dict[str, str] = {}  # last id seen per source topic, kept after it vanishes
         self._id_cursor = 0  # where the next look's share of known topics starts (see rotating_share)
@@ -165,6 +167,8 @@ class Subscription:
     def apply(self, look: Look) -> list[str] | None:
         """Take what a look found (on the loop's thread): the new topic list when it changed, else None."""
         self._note_ids(look.ids)
+        if look.held is None:
+            self.paused = look.paused
         if look.target_of is None:
             return None
         self.limit_of = look.limit_of
@@ -186,6 +190,7 @@ class Subscription:
         if held:
             return Look({}, held=held)
         added, removed = self.state.manual_topics()
+        paused = self.state.paused
         if not self._sync_topic_ready:
             create_sync_topic(self._target, self.sync_topic)  # before any record: its syncs go there
             self._sync_topic_ready = True
@@ -195,7 +200,7 @@ class Subscription:
         ids = self.describe_ids(checked)
         unchanged = dict(selection.partitions) == known
         if unchanged and not ensure:
-            return Look(ids)
+            return Look(ids, paused=paused)
         target_of = {t: self.policy.format_remote_topic(self.route.source, t) for t in selection.partitions}
         wanted: dict[str, tuple[str, int]] = {}  # target -> its (widest) source: several under a merge mapping
         for src, count in sorted(selection.partitions.items()):
@@ -203,12 +208,12 @@ class Subscription:
                 wanted[target_of[src]] = (src, count)
         ensure_target_topics(self._source, self._target, wanted)
         if unchanged:
-            return Look(ids)
+            return Look(ids, paused=paused)
         limits = message_limits(self._target, sorted(wanted))
         self.state.replicating(sorted(set(selection.partitions) - set(known)),
                                sorted(set(known) - set(selection.partitions)))
         return Look(ids, selection.names, dict(selection.partitions), target_of, wanted,
-                    {src: limits[target] for src, target in target_of.items() if target in limits})
+                    {src: limits[target] for src, target in target_of.items() if target in limits}, paused=paused)
 
     def target_answers(self, timeout: float = 5.0) -> bool:
         """Whether the target cluster answers a metadata request now (its admin client, not the producer)."""

@@ -80,15 +80,17 @@ def test_reads_while_away_answer_what_the_database_said_last(
         repository.set_topic(session, "r", "paused", DesiredState.PAUSED, AddedBy.CLI)
         repository.set_topic(session, "r", "extra", DesiredState.REPLICATE, AddedBy.CLI)
     link = StateLink(ROUTE, store, retry_seconds=0)
-    said = ({"extra"}, {"paused"})
-    assert link.manual_topics() == said
+    said = ({"extra", "paused"}, set())  # a paused topic stays subscribed: no rebalance of the others
+    assert link.manual_topics() == said and link.paused == {"paused"}
     with outage(store):
         assert link.manual_topics() == said  # its silence must not resume the paused topic
+        assert link.paused == {"paused"}
     [away] = _lines(caplog, AWAY)
     assert "route=r" in away and "cause=" in away
     with store.session() as session:
         repository.set_topic(session, "r", "paused", DesiredState.REPLICATE, AddedBy.CLI)
-    assert link.manual_topics() == ({"extra", "paused"}, set())
+        repository.set_topic(session, "r", "gone", DesiredState.REMOVED, AddedBy.CLI)
+    assert link.manual_topics() == ({"extra", "paused"}, {"gone"}) and link.paused == frozenset()
     assert len(_lines(caplog, BACK)) == 1
 
 

@@ -45,6 +45,53 @@ def test_topics_join_a_running_route_within_ten_seconds(primary, backup, unique_
     assert f'"topic": "{by_hand}"' in status.stdout and f'"topic": "{first}"' in status.stdout
 
 
+def test_a_paused_topic_stops_copying_without_a_rebalance_and_resumes_where_it_stopped(  # type: ignore[no-untyped-def]
+        primary, backup, unique_name, tmp_path, workers) -> None:
+    held, other = f"{unique_name}-held", f"{unique_name}-other"
+    create_topics(primary.bootstrap_servers, {held: 2, other: 2})
+    config = write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+        {"name": "pz", "source": "primary", "target": "backup", "topics": [f"{unique_name}-.*"]}])
+    worker = Worker(config, log_dir=tmp_path)
+    workers.append(worker)
+    first = {t: make_records(2, 20, f"{t}-first") for t in (held, other)}
+    for topic, records in first.items():
+        produce(primary.bootstrap_servers, topic, records)
+    for topic in (held, other):
+        wait_until(lambda topic=topic: total(end_offsets(backup.bootstrap_servers, f"primary.{topic}", 2)) == 40,
+                   60, f"{topic} copied")
+
+    for args, message in [(["--route", "pz", "--topic", "nope"], "route pz does not copy topic 'nope'"),
+                          (["--route", "pz", "--topic", "mirrorflow-heartbeats.pz"], "the route's heartbeat topic"),
+                          (["--route", "nope", "--topic", held], "unknown route 'nope'")]:
+        refused = _mirrorflow("topics", "pause", *args, "--config", str(config))
+        assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr
+    paused = _mirrorflow("topics", "pause", "--route", "pz", "--topic", held, "--config", str(config))
+    assert paused.returncode == 0 and f"topic {held} paused" in paused.stdout, paused.stderr
+    wait_until(lambda: f"topics paused by the operator route=pz topics={held} partitions=2" in worker.output(), 30,
+               "the worker pausing it")
+    assignments = worker.output().count("assigned route=pz")
+    produce(primary.bootstrap_servers, held, make_records(2, 10, f"{held}-paused"))
+    produce(primary.bootstrap_servers, other, make_records(2, 10, f"{other}-later"))  # written after: the marker
+    wait_until(lambda: total(end_offsets(backup.bootstrap_servers, f"primary.{other}", 2)) == 60, 30,
+               "the other topic copied on")
+    assert total(end_offsets(backup.bootstrap_servers, f"primary.{held}", 2)) == 40  # nothing of the paused one
+    assert worker.output().count("assigned route=pz") == assignments and "revoked" not in worker.output()
+    listed = _mirrorflow("topics", "list", "--route", "pz", "--config", str(config))
+    assert any(held in line and "paused" in line for line in listed.stdout.splitlines()), listed.stdout
+
+    resumed = _mirrorflow("topics", "resume", "--route", "pz", "--topic", held, "--config", str(config))
+    assert resumed.returncode == 0 and f"topic {held} resumed" in resumed.stdout, resumed.stderr
+    wait_until(lambda: total(end_offsets(backup.bootstrap_servers, f"primary.{held}", 2)) == 60, 30,
+               "the paused topic copied after its resume")
+    copied = read_all(backup.bootstrap_servers, f"primary.{held}", 2)
+    source = read_all(primary.bootstrap_servers, held, 2)
+    assert {p: [(r.key, r.value) for r in recs] for p, recs in copied.items()} == \
+        {p: [(r.key, r.value) for r in recs] for p, recs in source.items()}
+    again = _mirrorflow("topics", "resume", "--route", "pz", "--topic", held, "--config", str(config))
+    assert again.returncode == 0 and "is not paused: nothing to resume" in again.stdout
+
+
 def test_two_workers_share_a_route_and_survive_one_killed(primary, backup, unique_name, tmp_path, workers) -> None:  # type: ignore[no-untyped-def]
     partitions = 6
     create_topics(primary.bootstrap_servers, {unique_name: partitions})
