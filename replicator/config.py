@@ -220,6 +220,9 @@ class RouteConfig(_Frozen):
     transactions: TransactionSettings = TransactionSettings()
     start: Literal["earliest", "latest"] | dt.datetime = "earliest"
     on_data_loss: Literal["continue", "fail"] = "continue"
+    # Bytes (keys and values) per second the route copies at most, split among its workers by their share of
+    # its partitions; the source is paused while over it, the loop goes on. None: no limit.
+    max_bytes_per_second: int | None = Field(default=None, ge=1024)
     # A record the target refuses (larger than its topic accepts): stop the route
     # naming it (default), or write it to the dead-letter topic on the target and go on.
     on_refused_record: Literal["fail", "dead-letter"] = "fail"

@@ -32,6 +32,8 @@ TRANSACTIONS = Counter("mirrorflow_transactions", "Transactions of an exactly-on
 GUARANTEE = Gauge("mirrorflow_route_guarantee", "1 for the delivery guarantee a running route gives",
                   ["route", "guarantee"])
 ASSIGNED = Gauge("mirrorflow_assigned_partitions", "Source partitions assigned to this worker", ["route"])
+RATE_LIMIT = Gauge("mirrorflow_rate_limit_bytes_per_second",
+                   "This worker's share of the route's max_bytes_per_second (keys and values)", ["route"])
 PAUSED = Gauge("mirrorflow_paused_partitions", "Assigned source partitions of topics the operator paused", ["route"])
 # A turn waits at most ~50 ms when there is nothing to do (or the queue is full): longer turns are stalls.
 LOOP_TURN = Histogram("mirrorflow_loop_turn_seconds", "Time of one turn of the worker's copy loop", ["route"],

@@ -36,6 +36,7 @@ from replicator.domain.dead_letter import may_not_fit, record_size
 from replicator.domain.inflight import PartitionLedger
 from replicator.domain.offset_sync import decode_sync
 from replicator.domain.provenance import should_skip, with_origin, without_origin
+from replicator.domain.rate_limit import TokenBucket, share
 from replicator.errors import ClusterError, MirrorFlowError
 from replicator.kafka.clients import (
     KAFKA_CLIENTS,
@@ -111,6 +112,9 @@ class RouteWorker(GroupMember):
         self.backlog: deque[Message] = deque()
         self.paused = False  # the whole assignment, by a full producer queue
         self.paused_topics: frozenset[str] = frozenset()  # by the operator: see GroupMember._follow_pauses
+        limit = route.max_bytes_per_second
+        self.limiter = None if limit is None else TokenBucket.full(limit, time.monotonic())
+        self.throttled = False  # paused by the rate limit (not by a full queue)
         self.merged: frozenset[str] = frozenset()  # the subscription's, kept here for the hot path
         self.failure: str | None = None
         self.unsafe = False  # a callback failed: commit nothing more
@@ -216,6 +220,17 @@ class RouteWorker(GroupMember):
         if topics is not None:
             self._subscribe(topics)
         self._follow_pauses(self.subscription.paused)
+        self._share_limit()
+
+    def _share_limit(self) -> None:
+        """This worker's part of the route's rate limit, by its share of the route's partitions."""
+        limit = self.route.max_bytes_per_second
+        if self.limiter is None or limit is None:
+            return
+        rate = share(limit, len(self.inflight.ledgers) + len(self.unplaced), sum(self.subscription.partitions.values()))
+        if rate != self.limiter.rate:
+            self.limiter.set_rate(rate, time.monotonic())
+        metrics.RATE_LIMIT.labels(self.route.name).set(rate)
 
     # -- the copy ----------------------------------------------------------------
 
@@ -231,9 +246,14 @@ class RouteWorker(GroupMember):
                     continue  # taken out of the backlog, with the rest of the repeat
                 if ledger.skips(offset_of(message)) and not self._may_skip(message, ledger):
                     return
+                if self.limiter is not None and not self.limiter.ready(time.monotonic()):
+                    self._pause(True, throttled=True)
+                    return
                 if not self._send(message):
                     self._pause(True)
                     return
+                if self.limiter is not None:
+                    self.limiter.spend(len(message.value() or b"") + len(message.key() or b""))
             self.backlog.popleft()
         if self.paused and not self.backlog:
             self._pause(False)
@@ -362,13 +382,15 @@ class RouteWorker(GroupMember):
             log.error("route stops at a record it cannot copy route=%s topic=%s partition=%s offset=%s reason=%r",
                       self.route.name, key[0], key[1], message.offset(), reason)
 
-    def _pause(self, paused: bool) -> None:
+    def _pause(self, paused: bool, throttled: bool = False) -> None:
         consumer = self.consumer
-        self.paused = paused
         if paused:
-            consumer.pause(consumer.assignment())
+            if not self.paused:
+                consumer.pause(consumer.assignment())
+            self.paused, self.throttled = True, throttled
             self._paused_at = self._paused_at or time.monotonic()
             return
+        self.paused, self.throttled = False, False
         consumer.resume(self._may_fetch([tp for tp in consumer.assignment()
                                          if (tp.topic, tp.partition) not in self.unplaced]))
         if self._pause_reported and self._paused_at is not None:
@@ -379,6 +401,8 @@ class RouteWorker(GroupMember):
     def _report_backpressure(self) -> None:
         """A pause that lasts is worth one line (short ones are the normal rhythm of a busy route)."""
         since = self._paused_at
+        if self.throttled:  # the rate limit holds it: no sign of a slow target
+            return
         if since is not None and not self._pause_reported and \
                 time.monotonic() - since > self.timeouts.backpressure_report:
             log.warning("target slow or unreachable, producer queue full: source paused route=%s paused_s=%.1f",

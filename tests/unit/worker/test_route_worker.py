@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
+import time
 
 import pytest
 from confluent_kafka import KafkaError
@@ -477,3 +479,28 @@ def test_an_offset_sync_the_producer_refuses_for_a_moment_is_produced_again(kafk
     wait_until(lambda: committed(kafka) == {p: 100 for p in range(PARTITIONS)}, what="the commit", alive=(worker,))
     assert worker.finish() is None
     assert_nothing_lost(kafka)
+
+
+def test_a_rate_limited_route_keeps_under_its_limit_loses_nothing_and_calls_no_target_slow(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="replicator.worker.route_worker")
+    for partition in range(PARTITIONS):  # 4 x 50 records of ~1 KB: 200 KB at 100 KB/s
+        for n in range(50):
+            kafka["source"].append(TOPIC, partition, f"k{n}".encode(), f"p{partition}-{n}-".encode() + b"x" * 1_000,
+                                   [("h", b"x")], 1_000 + n)
+    began = time.monotonic()
+    worker = WorkerThread(kafka, "a", route_config(kafka, max_bytes_per_second="100000"),
+                          dataclasses.replace(FAST, backpressure_report=0.05))
+    wait_until(lambda: all_copied(kafka), timeout=60, what="the copy", alive=(worker,))
+    took, sent = time.monotonic() - began, copied_bytes(kafka)
+    # An upper bound only (a slow machine sends less, never more): the rate, a burst, a record's debt. The fake
+    # target takes all 200 KB in milliseconds without the limit.
+    assert sent <= 100_000 * took + 100_000 * 0.1 + 1_100, (sent, took)
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+    assert not [r for r in caplog.records if "target slow" in r.getMessage()]  # the limit is no slow target
+
+
+def copied_bytes(kafka: FakeKafka) -> int:
+    return sum(len(r.value or b"") + len(r.key or b"") for p in range(PARTITIONS)
+               for r in kafka["target"].records(REPLICA, p))
