@@ -223,6 +223,9 @@ class RouteConfig(_Frozen):
     # Bytes (keys and values) per second the route copies at most, split among its workers by their share of
     # its partitions; the source is paused while over it, the loop goes on. None: no limit.
     max_bytes_per_second: int | None = Field(default=None, ge=1024)
+    # Seconds a partition may stay unfetched while the source's end is past it before it is called stuck
+    # (logged, counted, re-sought from its committed offset; stuck again: given back to the group).
+    stuck_after: float = Field(default=120.0, gt=0)
     # A record the target refuses (larger than its topic accepts): stop the route
     # naming it (default), or write it to the dead-letter topic on the target and go on.
     on_refused_record: Literal["fail", "dead-letter"] = "fail"

@@ -8,7 +8,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from confluent_kafka import KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic, OffsetSpec
 
 from replicator.kafka.topics import EARLIEST
@@ -119,11 +119,15 @@ class FakeAdmin:
         return {r: _settled(functools.partial(describe, r)) for r in resources}
 
     def list_offsets(self, topic_partition_offsets: dict[TopicPartition, OffsetSpec],
+                     isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
                      request_timeout: float = -1) -> dict[TopicPartition, Future[ListedOffset]]:
-        """Each partition's log start (``OffsetSpec.earliest()``) or end (``latest()``): one request for all."""
+        """Each partition's log start (``OffsetSpec.earliest()``) or end (``latest()``: under
+        ``READ_COMMITTED``, its last stable offset): one request for all."""
         self._check("list_offsets")
 
         def listed(tp: TopicPartition, spec: OffsetSpec) -> ListedOffset:
             low, high = self.cluster.watermarks(tp.topic, tp.partition)
+            if spec != EARLIEST and isolation_level == IsolationLevel.READ_COMMITTED:
+                high = self.cluster.log(tp.topic, tp.partition).stable_end
             return ListedOffset(low if spec == EARLIEST else high)
         return {tp: _settled(functools.partial(listed, tp, spec)) for tp, spec in topic_partition_offsets.items()}

@@ -53,6 +53,7 @@ class FakeConsumer:
         self.positions: dict[TP, int | None] = {}  # assigned partitions -> next offset (None: unknown)
         self.paused: set[TP] = set()
         self.stuck: set[TP] = set()  # after a failed reset: seek refused until assigned again
+        self.silenced: dict[TP, bool] = {}  # fetched no more, without a word -> whether a seek cures it
         # librdkafka resolves a logical offset given to assign (OFFSET_BEGINNING/END) by a query answered
         # later; a seek before the answer makes it outdated, and librdkafka (<= 2.16, rdkafka_partition.c,
         # "outdated offset response") then asks again and applies that answer over the seek.
@@ -108,6 +109,7 @@ class FakeConsumer:
         for tp in partitions:
             key = (tp.topic, tp.partition)
             self.stuck.discard(key)
+            self.silenced.pop(key, None)
             self.positions[key] = self._resolve(key, tp.offset)
             self.requeries.pop(key, None)
             if tp.offset in (OFFSET_BEGINNING, OFFSET_END):
@@ -174,9 +176,17 @@ class FakeConsumer:
         if key not in self.positions or key in self.stuck:
             raise KafkaException(KafkaError(KafkaError._STATE, f"Failed to seek {key}: Local: Erroneous state"))
         self.positions[key] = partition.offset
+        if self.silenced.get(key):
+            del self.silenced[key]
         self.errors = deque(e for e in self.errors if (e.topic(), e.partition()) != key)
         if key in self.queries:  # its answer will be outdated: librdkafka asks again
             self.requeries[key] = self.queries.pop(key)
+
+    def silence(self, topic: str, partition: int, seek_cures: bool = True) -> None:
+        """librdkafka no longer fetching an assigned partition, and saying nothing (strimzi #10612, after a
+        rebalance): its position stays while its log grows, until the application seeks it (unless not
+        ``seek_cures``) or a consumer is assigned it again."""
+        self.silenced[(topic, partition)] = seek_cures
 
     def drift(self, topic: str, partition: int, offset: int) -> None:
         """librdkafka moving an assigned partition's fetch position on its own, with no seek of the
@@ -223,7 +233,7 @@ class FakeConsumer:
         out: list[FakeMessage] = []
         for key in sorted(self.positions):
             position = self.positions[key]
-            if limit - len(out) <= 0 or key in self.paused or position is None:
+            if limit - len(out) <= 0 or key in self.paused or key in self.silenced or position is None:
                 continue
             log = self.cluster.log(*key) if key[0] in self.cluster.topics else None
             if log is None:

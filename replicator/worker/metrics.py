@@ -34,6 +34,9 @@ GUARANTEE = Gauge("mirrorflow_route_guarantee", "1 for the delivery guarantee a 
 ASSIGNED = Gauge("mirrorflow_assigned_partitions", "Source partitions assigned to this worker", ["route"])
 RATE_LIMIT = Gauge("mirrorflow_rate_limit_bytes_per_second",
                    "This worker's share of the route's max_bytes_per_second (keys and values)", ["route"])
+STUCK = Counter("mirrorflow_stuck_partitions_total", "Partitions found stuck (fetch position still while the "
+                "source's end moved on for stuck_after s), by the remedy taken", ["route", "remedy"])
+STUCK_NOW = Gauge("mirrorflow_partitions_stuck", "Owned partitions found stuck and not fetching since", ["route"])
 PAUSED = Gauge("mirrorflow_paused_partitions", "Assigned source partitions of topics the operator paused", ["route"])
 # A turn waits at most ~50 ms when there is nothing to do (or the queue is full): longer turns are stalls.
 LOOP_TURN = Histogram("mirrorflow_loop_turn_seconds", "Time of one turn of the worker's copy loop", ["route"],

@@ -37,6 +37,7 @@ from replicator.domain.inflight import PartitionLedger
 from replicator.domain.offset_sync import decode_sync
 from replicator.domain.provenance import should_skip, with_origin, without_origin
 from replicator.domain.rate_limit import TokenBucket, share
+from replicator.domain.stuck import Moving, Remedy, Stuck, StuckWatch
 from replicator.errors import ClusterError, MirrorFlowError
 from replicator.kafka.clients import (
     KAFKA_CLIENTS,
@@ -115,6 +116,7 @@ class RouteWorker(GroupMember):
         limit = route.max_bytes_per_second
         self.limiter = None if limit is None else TokenBucket.full(limit, time.monotonic())
         self.throttled = False  # paused by the rate limit (not by a full queue)
+        self.stuck_watch = StuckWatch(route.stuck_after)
         self.merged: frozenset[str] = frozenset()  # the subscription's, kept here for the hot path
         self.failure: str | None = None
         self.unsafe = False  # a callback failed: commit nothing more
@@ -176,7 +178,7 @@ class RouteWorker(GroupMember):
             if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:
                 self._rejoin()
             if self.subscription.due():
-                self.subscription.start_look()
+                self.subscription.start_look(sorted(self.inflight.ledgers))
             if (look := self.subscription.finished_look()) is not None:
                 self._resubscribe(look)
             if (self.unplaced or self.resets) and time.monotonic() >= self._retry_at:
@@ -221,6 +223,39 @@ class RouteWorker(GroupMember):
             self._subscribe(topics)
         self._follow_pauses(self.subscription.paused)
         self._share_limit()
+        self._watch_stuck(look.ends)
+
+    def _watch_stuck(self, ends: dict[TP, int]) -> None:
+        """Owned partitions the source has records for past their fetch position, which has not moved for
+        ``stuck_after`` s though nothing holds them (see domain.stuck): placed again, or given back."""
+        # Every owned partition is looked at: one whose end this look could not read (a source away) is watched
+        # afresh, or a source back after minutes would find every partition "stuck" since before it went.
+        owned = [TopicPartition(*key) for key in sorted(self.inflight.ledgers)]
+        if not owned or self._consumer is None:
+            return
+        now, reseek, rejoin = time.monotonic(), set(), []
+        for tp in self.consumer.position(owned):
+            key = (tp.topic, tp.partition)
+            may_fetch = not (self.paused or self.failure or key in self.unplaced or key in self.resets
+                             or tp.topic in self.paused_topics)
+            event = self.stuck_watch.observe(key, tp.offset if tp.offset >= 0 else None, ends.get(key), may_fetch,
+                                             now)
+            if isinstance(event, Moving):
+                log.warning("stuck partition fetches again route=%s topic=%s partition=%d position=%d",
+                            self.route.name, key[0], key[1], event.position)
+            elif isinstance(event, Stuck):
+                log.warning("partition stuck: the source has records past its fetch position, which has not moved "
+                            "for %.0f s; %s route=%s topic=%s partition=%d position=%d end=%d", event.seconds,
+                            "placing it again from its committed offset" if event.remedy == Remedy.RESEEK
+                            else "stuck again after a re-seek: giving it back to the group (a new consumer)",
+                            self.route.name, key[0], key[1], event.position, event.end)
+                metrics.STUCK.labels(self.route.name, event.remedy.value).inc()
+                (reseek.add(key) if event.remedy == Remedy.RESEEK else rejoin.append(key))
+        metrics.STUCK_NOW.labels(self.route.name).set(len(self.stuck_watch.stuck()))
+        if rejoin:
+            self._renew_consumer(f"partitions stuck after a re-seek: {', '.join(f'{t}[{p}]' for t, p in rejoin)}")
+        elif reseek:
+            self._start_over(reseek)
 
     def _share_limit(self) -> None:
         """This worker's part of the route's rate limit, by its share of the route's partitions."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -16,7 +17,9 @@ from confluent_kafka.admin import AdminClient
 from replicator.config import Config, RouteConfig
 from replicator.domain.naming import sync_topic_name
 from replicator.domain.topic_selection import select_topics
+from replicator.errors import ClusterError
 from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, admin_settings
+from replicator.kafka.log_ranges import ends
 from replicator.kafka.topics import (
     create_sync_topic,
     ensure_target_topics,
@@ -68,6 +71,7 @@ class Look:
     limit_of: dict[str, int] = field(default_factory=dict)
     held: str | None = None  # why the route must stop: a failover holds it
     paused: frozenset[str] = frozenset()  # topics the operator paused: subscribed, not fetched
+    ends: dict[tuple[str, int], int] = field(default_factory=dict)  # owned partitions' readable ends (stable)
 
 
 class Subscription:
@@ -130,7 +134,7 @@ class Subscription:
         """A look runs (or finished and was not taken yet)."""
         return self._look is not None
 
-    def start_look(self) -> None:
+    def start_look(self, owned: list[tuple[str, int]] | None = None) -> None:
         """Start looking at the route's topics in a thread of its own, unless a look is under way: the
         metadata of thousands of topics, their ids, creating target topics, the state DB's rows of them --
         calls that must not hold the copy up."""
@@ -146,6 +150,8 @@ class Subscription:
             started = time.monotonic()
             try:
                 found = self._look_at_topics(known, ensure, seen)
+                if owned and found.held is None:
+                    found = dataclasses.replace(found, ends=self._readable_ends(owned))
                 metrics.TOPIC_REFRESH.labels(self.route.name).observe(time.monotonic() - started)
                 future.set_result(found)
             except BaseException as exc:  # noqa: BLE001 - handed to the loop, which reports it
@@ -214,6 +220,16 @@ class Subscription:
                                sorted(set(known) - set(selection.partitions)))
         return Look(ids, selection.names, dict(selection.partitions), target_of, wanted,
                     {src: limits[target] for src, target in target_of.items() if target in limits}, paused=paused)
+
+    def _readable_ends(self, owned: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Each owned partition's last stable offset (what a read_committed worker can fetch up to), in one
+        batched ListOffsets; empty when the source does not answer it (stuck partitions wait for the next)."""
+        assert self._source is not None
+        try:
+            return ends(self._source, self.route.source, owned, stable=True)
+        except (ClusterError, KafkaException) as exc:
+            log.debug("readable ends not read route=%s error=%s", self.route.name, exc)
+            return {}
 
     def target_answers(self, timeout: float = 5.0) -> bool:
         """Whether the target cluster answers a metadata request now (its admin client, not the producer)."""

@@ -504,3 +504,31 @@ def test_a_rate_limited_route_keeps_under_its_limit_loses_nothing_and_calls_no_t
 def copied_bytes(kafka: FakeKafka) -> int:
     return sum(len(r.value or b"") + len(r.key or b"") for p in range(PARTITIONS)
                for r in kafka["target"].records(REPLICA, p))
+
+
+@pytest.mark.parametrize("seek_cures", [True, False])
+def test_a_partition_that_silently_stops_fetching_is_found_stuck_and_recovered(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture, seek_cures: bool) -> None:
+    """librdkafka stops fetching partition 1 and says nothing (strimzi #10612): its lag grows while cached
+    watermarks say 0. The worker finds it stuck, places it again from its committed offset; when a seek does
+    not cure it, it gives the partition back to the group (a new consumer). Nothing is lost."""
+    caplog.set_level(logging.INFO, logger="replicator.worker.route_worker")
+    produce(kafka["source"], 20)
+    worker = WorkerThread(kafka, "a", route_config(kafka, stuck_after="0.5"))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    worker.worker.consumer.silence(TOPIC, 1, seek_cures=seek_cures)  # type: ignore[attr-defined]
+    produce(kafka["source"], 30, start=20)
+    wait_until(lambda: all_copied(kafka), timeout=30, what="partition 1 copied after its recovery", alive=(worker,))
+    wait_until(lambda: any(r.getMessage().startswith("stuck partition fetches again") for r in caplog.records),
+               what="the worker seeing it fetch again", alive=(worker,))
+    said = [r.getMessage() for r in caplog.records]
+    stuck = [m for m in said if m.startswith("partition stuck") and "partition=1" in m]
+    assert stuck and "placing it again from its committed offset" in stuck[0], said
+    assert (len(stuck) == 1) == seek_cures  # not cured by the seek: stuck again, and given back to the group
+    assert seek_cures or "giving it back to the group (a new consumer)" in stuck[1]
+    moving = [m for m in said if m.startswith("stuck partition fetches again")]
+    assert moving[0].endswith("partition=1 position=50"), moving
+    assert not [m for m in said if m.startswith("partition stuck") and "partition=1" not in m]
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+    assert committed(kafka) == {p: 50 for p in range(PARTITIONS)}

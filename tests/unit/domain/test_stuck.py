@@ -1,0 +1,44 @@
+"""Stuck partitions on a clock of our own: found once, not while paused or caught up, remedies escalate."""
+
+from __future__ import annotations
+
+from replicator.domain.stuck import Moving, Remedy, Stuck, StuckWatch
+
+KEY = ("orders", 3)
+
+
+def test_a_partition_whose_position_stays_while_the_end_moves_is_stuck_once() -> None:
+    watch = StuckWatch(after=120)
+    assert watch.observe(KEY, 100, 150, True, 0) is None
+    assert watch.observe(KEY, 100, 180, True, 119) is None
+    found = watch.observe(KEY, 100, 200, True, 120)
+    assert found == Stuck(KEY, 100, 200, 120, Remedy.RESEEK) and watch.stuck() == [KEY]
+    assert watch.observe(KEY, 100, 220, True, 200) is None  # said once per remedy: the next one is due at 240
+    again = watch.observe(KEY, 100, 220, True, 240)
+    assert isinstance(again, Stuck) and again.remedy == Remedy.REJOIN  # the re-seek did not cure it
+    assert watch.observe(KEY, 130, 220, True, 245) == Moving(KEY, 130) and watch.stuck() == []
+
+
+def test_nothing_to_fetch_or_not_allowed_to_fetch_is_never_stuck() -> None:
+    watch = StuckWatch(after=10)
+    for now in range(0, 100, 5):  # caught up (a partition ending with a marker: end == position, read_committed)
+        assert watch.observe(KEY, 50, 50, True, now) is None
+    for now in range(100, 200, 5):  # behind, but paused (operator, full queue, rate limit) or unplaced
+        assert watch.observe(KEY, 50, 90, False, now) is None
+    assert watch.observe(KEY, 50, 90, True, 200) is None  # the clock starts when it may fetch
+    assert isinstance(watch.observe(KEY, 50, 90, True, 210), Stuck)
+
+
+def test_stuck_again_soon_after_a_reseek_gives_the_partition_back_then_starts_over_much_later() -> None:
+    watch = StuckWatch(after=10)
+    watch.observe(KEY, 5, 9, True, 0)
+    first = watch.observe(KEY, 5, 9, True, 10)
+    assert first is not None and isinstance(first, Stuck) and first.remedy == Remedy.RESEEK
+    watch.observe(KEY, 5, 9, False, 11)  # placed again: not fetching while it is placed
+    watch.observe(KEY, 5, 9, True, 12)
+    second = watch.observe(KEY, 5, 9, True, 22)
+    assert isinstance(second, Stuck) and second.remedy == Remedy.REJOIN
+    watch.forget({KEY})
+    watch.observe(KEY, 5, 9, True, 500)
+    third = watch.observe(KEY, 5, 9, True, 510)
+    assert isinstance(third, Stuck) and third.remedy == Remedy.RESEEK  # long after: the first remedy again
