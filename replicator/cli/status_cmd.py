@@ -18,24 +18,37 @@ if TYPE_CHECKING:
 def show_status(args: argparse.Namespace) -> int:
     """Print the routes' partitions (with what retention deleted before they were copied), and each exactly-once
     route's transactions; exit 0 even when lagging (it is a report, not a check)."""
-    from replicator.kafka.route_status import retention_losses, route_status, transaction_totals
+    from replicator.kafka.route_status import partition_states, retention_losses, route_status, transaction_totals
 
     config = config_of(args)
     routes = routes_of(config, args.route)
-    rows = [s for route in routes for s in route_status(config, route)]
+    by_route = {route.name: route_status(config, route) for route in routes}
+    rows = [s for found in by_route.values() for s in found]
     losses = {route.name: retention_losses(config, route) for route in routes}
+    states = {(route.name, *key): state for route in routes
+              for key, state in partition_states(config, route, by_route[route.name], losses[route.name]).items()}
     totals = {route.name: transaction_totals(config, route) for route in routes if route.guarantee == "exactly-once"}
     if args.json:
-        print(as_json([{**dataclasses.asdict(s), "lag": s.lag, **_losses_json(losses, s),
+        print(as_json([{**dataclasses.asdict(s), "lag": s.lag, "state": states[(s.route, s.topic, s.partition)][0],
+                        "state_detail": states[(s.route, s.topic, s.partition)][1], **_losses_json(losses, s),
                         **_transactions_json(totals, s.route)} for s in rows]))
         return 0
     print(table(
-        ["route", "guarantee", "topic", "partition", "source end", "committed", "lag", "last replicated (UTC)",
-         "lost to retention"],
-        [[s.route, s.guarantee, s.topic, s.partition, s.end_offset, s.committed, s.lag,
+        ["route", "guarantee", "topic", "partition", "state", "source end", "committed", "lag",
+         "last replicated (UTC)", "lost to retention"],
+        [[s.route, s.guarantee, s.topic, s.partition, states[(s.route, s.topic, s.partition)][0].value,
+          s.end_offset, s.committed, s.lag,
           s.last_replicated.strftime("%Y-%m-%d %H:%M:%S") if s.last_replicated else None, _lost(losses, s)]
          for s in rows],
     ))
+    # A detail once per route and state (a failover holds every partition of its route alike).
+    said: dict[tuple[str, str, str], list[str]] = {}
+    for (route, topic, partition), (state, detail) in states.items():
+        if detail and state.value not in ("LOST_RECORDS", "CATCHING_UP"):
+            said.setdefault((route, state.value, detail), []).append(f"{topic}[{partition}]")
+    for (route, word, detail), where in said.items():
+        shown = ", ".join(where[:8]) + (f" and {len(where) - 8} more" if len(where) > 8 else "")
+        print(f"{route}: {word} {shown}: {detail}")
     unknown = sorted(name for name, found in losses.items() if found is None)
     if unknown:
         print(f"lost to retention: unknown for {', '.join(unknown)} (state database away)")
@@ -75,8 +88,9 @@ def _transactions_json(totals: dict[str, TransactionTotals | None], route: str) 
 
 STATUS = Command(
     "status", show_status,
-    help="per route and partition: guarantee, end offset, committed, lag, last copy, records lost to retention; "
-         "exactly-once routes' transactions",
+    help="per route and partition: guarantee, state (COPYING, CATCHING_UP, PAUSED, STUCK, FAULTED, LOST_RECORDS, "
+         "RECREATED, FAILED_OVER), end offset, committed, lag, last copy, records lost to retention; exactly-once "
+         "routes' transactions",
     options=(
         CONFIG,
         Option("--route", action="append", metavar="NAME", help="only this route (repeatable)"),

@@ -20,6 +20,7 @@ class Check(StrEnum):
     HEARTBEAT = "heartbeat"  # age of the newest heartbeat on the target (end-to-end latency)
     LAG = "lag"  # records on the source not copied yet (committed offsets)
     AUDIT = "audit"  # the route's latest audit found no missing record
+    STUCK = "stuck"  # no partition of the route is stuck (its workers found it unfetched: domain.stuck)
 
 
 class State(StrEnum):
@@ -60,6 +61,8 @@ class Observation:
     audit_run: str | None = None  # key of the latest audit run; None: never audited
     audit_status: str | None = None  # clean | duplicates | extra | missing
     audit_missing: int = 0
+    stuck: tuple[tuple[str, int], ...] = ()  # partitions the route's workers found stuck and not fetching since
+    stuck_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,14 +125,24 @@ def _audit(obs: Observation) -> CheckResult:
     return CheckResult(Check.AUDIT, missing, detail + (f", {obs.audit_missing} records missing" if missing else ""))
 
 
+def _stuck(obs: Observation) -> CheckResult:
+    if obs.stuck_error is not None:
+        return CheckResult(Check.STUCK, True, f"cannot read the partitions' states: {obs.stuck_error}")
+    if not obs.stuck:
+        return CheckResult(Check.STUCK, False, "no partition stuck")
+    where = ", ".join(f"{t}[{p}]" for t, p in obs.stuck[:10]) + (" ..." if len(obs.stuck) > 10 else "")
+    return CheckResult(Check.STUCK, True, f"{len(obs.stuck)} partition(s) stuck: {where}")
+
+
 def evaluate(obs: Observation, limits: SlaThresholds, heartbeat_topic: str = "the target") -> tuple[CheckResult, ...]:
-    """Each enabled check of ``obs`` against ``limits`` (heartbeat, lag, audit, in that order)."""
+    """Each enabled check of ``obs`` against ``limits`` (heartbeat, lag, audit, stuck, in that order)."""
     results = []
     if limits.heartbeats:
         results.append(_heartbeat(obs, limits, heartbeat_topic))
     results.append(_lag(obs, limits))
     if limits.audit_must_be_clean:
         results.append(_audit(obs))
+    results.append(_stuck(obs))
     return tuple(results)
 
 

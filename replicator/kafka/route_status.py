@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -12,13 +12,17 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from replicator.config import Config, RouteConfig
 from replicator.domain.commit_metadata import decode_note
 from replicator.domain.naming import group_id
+from replicator.domain.partition_state import Facts, PartitionState, state_of
+from replicator.domain.route_topic import DesiredState
 from replicator.domain.topic_selection import select_topics
-from replicator.errors import ClusterError
+from replicator.errors import ClusterError, ConfigError
 from replicator.kafka.clients import admin_settings
 from replicator.kafka.groups import SETTLING
 from replicator.kafka.topics import source_partitions
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
     from replicator.state.transaction_counts import TransactionTotals
 
 
@@ -120,3 +124,40 @@ def _stored_at(metadata: str | None) -> dt.datetime | None:
     """The workers put the store time (epoch ms) in the commit metadata."""
     millis = decode_note(metadata).stored_at_ms
     return None if millis is None else dt.datetime.fromtimestamp(millis / 1000, tz=dt.UTC)
+
+
+def partition_states(config: Config, route: RouteConfig, rows: list[PartitionStatus],
+                     losses: dict[tuple[str, int], list[tuple[int, int]]] | None
+                     ) -> dict[tuple[str, int], tuple[PartitionState, str | None]]:
+    """Each row's state in the one vocabulary (``domain.partition_state``): the lag measured now, and what the
+    state DB holds -- a failover's hold, the operator's pauses, what workers found (FAULTED, STUCK), losses,
+    recreated topics. The DB away: states from the lag alone."""
+    from replicator.state import repository
+    from replicator.state.failovers import route_hold
+    from replicator.state.route_link import StateLink
+    from replicator.state.store import StateStore
+
+    def read(session: Session) -> tuple[str | None, set[str], dict[str, str], dict[tuple[str, int], Any]]:
+        hold = route_hold(session, route.name)
+        held = None if hold is None else (f"to {hold.target!r} by failover run {hold.run_id} since "
+                                          f"{hold.stopped_at.isoformat(timespec='seconds')}")
+        try:
+            topics = repository.route_topics(session, route.name)
+        except ConfigError:
+            topics = []
+        paused = {t.topic for t in topics if t.desired_state == DesiredState.PAUSED}
+        recreated = {t.topic: t.status_detail for t in topics
+                     if t.status_detail and "created again" in t.status_detail}
+        return held, paused, recreated, repository.partition_states(session, route.name)
+
+    with StateStore(config.state.url) as store:
+        known = StateLink(route, store).read(read)
+    held, paused, recreated, recorded = known if known is not None else (None, set(), {}, {})
+    out = {}
+    for s in rows:
+        key = (s.topic, s.partition)
+        found = recorded.get(key)
+        out[key] = state_of(Facts(
+            s.lag, s.committed, held, None if found is None else (PartitionState(found[0]), found[1]),
+            s.topic in paused, (losses or {}).get(key, ()), recreated.get(s.topic)))
+    return out

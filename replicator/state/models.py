@@ -106,6 +106,20 @@ class DataLossRow(Base):
     detected_at: Mapped[dt.datetime] = _now()
 
 
+class PartitionStateRow(Base):
+    """A state a worker found a partition in (FAULTED, STUCK) and its detail, until it copies it again."""
+
+    __tablename__ = "mf_partition_state"
+    __table_args__ = (UniqueConstraint("route", "topic", "partition", name="uq_mf_partition_state_partition"),)
+
+    route: Mapped[str] = mapped_column(String(200), index=True)
+    topic: Mapped[str] = mapped_column(String(249))
+    partition: Mapped[int] = mapped_column()
+    state: Mapped[str] = mapped_column(String(20))
+    detail: Mapped[str | None] = mapped_column(Text)
+    since: Mapped[dt.datetime] = _now()
+
+
 class SyncRunRow(Base):
     """One applied sync run of a route (discovery, metadata or full) and how it went."""
 

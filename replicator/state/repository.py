@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Sequence
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select, tuple_
 from sqlalchemy.orm import Session
 
 from replicator.config import RouteConfig
 from replicator.domain.route_topic import AddedBy, DesiredState, RouteTopic, TopicStatus
 from replicator.domain.sync_run import Outcome, SyncChange, SyncRun
 from replicator.errors import ConfigError
-from replicator.state.models import DataLossRow, RouteRow, RouteTopicRow, SyncChangeRow, SyncRunRow
+from replicator.state.models import (
+    DataLossRow,
+    PartitionStateRow,
+    RouteRow,
+    RouteTopicRow,
+    SyncChangeRow,
+    SyncRunRow,
+)
 from replicator.state.times import utc
 
 
@@ -130,6 +138,37 @@ def data_losses(session: Session, route: str) -> list[tuple[str, int, int, int]]
     """(topic, partition, from, to) of every loss recorded for ``route``, oldest first."""
     rows = session.scalars(select(DataLossRow).where(DataLossRow.route == route).order_by(DataLossRow.id))
     return [(r.topic, r.partition, r.from_offset, r.to_offset) for r in rows]
+
+
+def record_partition_state(session: Session, route: str, topic: str, partition: int, state: str | None,
+                           detail: str | None = None) -> None:
+    """What a worker found ``topic[partition]`` in (FAULTED, STUCK), since now; None: it copies it again."""
+    row = session.scalar(select(PartitionStateRow).where(
+        PartitionStateRow.route == route, PartitionStateRow.topic == topic, PartitionStateRow.partition == partition))
+    if state is None:
+        if row is not None:
+            session.delete(row)
+        return
+    if row is None:
+        session.add(PartitionStateRow(route=route, topic=topic, partition=partition, state=state, detail=detail))
+    elif (row.state, row.detail) != (state, detail):
+        row.state, row.detail, row.since = state, detail, func.now()
+
+
+def clear_partition_states(session: Session, route: str, partitions: Iterable[tuple[str, int]]) -> None:
+    """The worker placed these partitions afresh: what it found them in before is over (one statement per
+    500 partitions: a worker placing 2,000 at its start asks once per batch, not once each)."""
+    keys = sorted(set(partitions))
+    for start in range(0, len(keys), 500):
+        session.execute(delete(PartitionStateRow).where(
+            PartitionStateRow.route == route,
+            tuple_(PartitionStateRow.topic, PartitionStateRow.partition).in_(keys[start:start + 500])))
+
+
+def partition_states(session: Session, route: str) -> dict[tuple[str, int], tuple[str, str | None, dt.datetime]]:
+    """(topic, partition) -> (state, detail, since) of the route's partitions a worker found FAULTED or STUCK."""
+    rows = session.scalars(select(PartitionStateRow).where(PartitionStateRow.route == route))
+    return {(r.topic, r.partition): (r.state, r.detail, utc(r.since)) for r in rows}
 
 
 def register_discovered(session: Session, route: str, topics: Iterable[str]) -> list[str]:

@@ -108,6 +108,17 @@ class StateLink:
                            lambda session: repository.record_data_loss(session, self.route.name, topic, partition,
                                                                        lost)))
 
+    def partition_state(self, topic: str, partition: int, state: str | None, detail: str | None = None) -> None:
+        """Store what the worker found the partition in (FAULTED, STUCK; None: it copies it again)."""
+        self._write(_Write(f"partition_state topic={topic} partition={partition} state={state}",
+                           lambda session: repository.record_partition_state(
+                               session, self.route.name, topic, partition, state, detail)))
+
+    def placed(self, partitions: list[tuple[str, int]]) -> None:
+        """The worker placed these partitions afresh: what it found them in before is over."""
+        self._write(_Write(f"placed partitions={len(partitions)}", lambda session: repository.clear_partition_states(
+            session, self.route.name, partitions)))
+
     def data_losses(self) -> list[tuple[str, int, int, int]] | None:
         """(topic, partition, from, to) of each range retention deleted before the route copied it, oldest first
         (None: the DB is away)."""
@@ -134,6 +145,10 @@ class StateLink:
         if self._store is not None and self._kept and not self._flush():
             log.error("state database unavailable at stop, these writes were not stored route=%s count=%d "
                       "writes=%s", self.route.name, len(self._kept), "; ".join(w.what for w in self._kept))
+
+    def read(self, work: Callable[[Session], T]) -> T | None:
+        """One read of the state DB (None: it does not answer), after the kept writes are stored."""
+        return self._read(work)
 
     def _read(self, work: Callable[[Session], T]) -> T | None:
         with self._lock:

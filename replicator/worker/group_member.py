@@ -27,6 +27,7 @@ from replicator.worker.records import TP
 
 if TYPE_CHECKING:
     from replicator.config import RouteConfig
+    from replicator.domain.stuck import StuckWatch
     from replicator.worker.assignment import Committed, Positioner
     from replicator.worker.inflight import InFlight
     from replicator.worker.links import Links
@@ -52,6 +53,7 @@ class GroupMember(ABC):
     topic_id_of: dict[TP, str]
     paused: bool  # the whole assignment, by a full producer queue
     paused_topics: frozenset[str]  # by the operator (``mirrorflow topics pause``): subscribed, not fetched
+    stuck_watch: StuckWatch
     failure: str | None
     unsafe: bool
     _retry_at: float
@@ -170,6 +172,11 @@ class GroupMember(ABC):
         if fetching and not self.paused and self.failure is None:  # on_data_loss: fail copies nothing past the gap
             consumer.resume(fetching)
         if started:
+            # What a worker found these in is over now -- but a stuck one placed again by this worker stays STUCK
+            # until it fetches (domain.stuck): a remedy that does not cure it must not clear it.
+            stuck = set(self.stuck_watch.stuck())
+            self.subscription.state.placed([(tp.topic, tp.partition) for tp in started
+                                            if (tp.topic, tp.partition) not in stuck])
             metrics.ASSIGNED.labels(self.route.name).set(len(self.inflight.ledgers))
             log.info("placed route=%s partitions=%s", self.route.name,
                      ",".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in started))

@@ -35,6 +35,7 @@ from replicator.config import Config, RouteConfig
 from replicator.domain.dead_letter import may_not_fit, record_size
 from replicator.domain.inflight import PartitionLedger
 from replicator.domain.offset_sync import decode_sync
+from replicator.domain.partition_state import PartitionState
 from replicator.domain.provenance import should_skip, with_origin, without_origin
 from replicator.domain.rate_limit import TokenBucket, share
 from replicator.domain.stuck import Moving, Remedy, Stuck, StuckWatch
@@ -243,7 +244,12 @@ class RouteWorker(GroupMember):
             if isinstance(event, Moving):
                 log.warning("stuck partition fetches again route=%s topic=%s partition=%d position=%d",
                             self.route.name, key[0], key[1], event.position)
+                self.subscription.state.partition_state(key[0], key[1], None)
             elif isinstance(event, Stuck):
+                self.subscription.state.partition_state(
+                    key[0], key[1], PartitionState.STUCK.value,
+                    f"fetch position {event.position} still for {event.seconds:.0f} s while the source's end is "
+                    f"{event.end}: {event.remedy.value}")
                 log.warning("partition stuck: the source has records past its fetch position, which has not moved "
                             "for %.0f s; %s route=%s topic=%s partition=%d position=%d end=%d", event.seconds,
                             "placing it again from its committed offset" if event.remedy == Remedy.RESEEK
@@ -414,6 +420,8 @@ class RouteWorker(GroupMember):
         metrics.ERRORS.labels(self.route.name, "refused").inc()
         if self.failure is None:
             self.failure = f"the record of {key[0]}[{key[1]}] at source offset {message.offset()}: {reason}"
+            self.subscription.state.partition_state(key[0], key[1], PartitionState.FAULTED.value,
+                                                    f"the record at source offset {message.offset()}: {reason}")
             log.error("route stops at a record it cannot copy route=%s topic=%s partition=%s offset=%s reason=%r",
                       self.route.name, key[0], key[1], message.offset(), reason)
 

@@ -84,7 +84,7 @@ def test_check_route_alerts_once_per_change_and_resends_what_failed(state_url: s
         return check_route(config, "p2b", {"dag_run": "run-1"}, [inbox], NOW + n * 60_000, observe)
 
     summary = run(0)
-    assert summary["checks"] == {"heartbeat": "ok", "lag": "ok", "audit": "ok"} and inbox.events == []
+    assert summary["checks"] == {"heartbeat": "ok", "lag": "ok", "audit": "ok", "stuck": "ok"} and inbox.events == []
     assert run(1)["events"] == ["lag breach"]
     run(2)
     inbox.down = True

@@ -171,3 +171,20 @@ def test_an_in_memory_database_is_migrated_by_every_store(monkeypatch: pytest.Mo
         with StateStore("sqlite://") as store:  # each engine its own empty database
             assert current_revision(store.engine) == head_revision()
     assert len(checked) == 2
+
+
+def test_a_partition_state_is_stored_replaced_and_cleared_when_the_partition_is_placed_again(state_url: str) -> None:
+    with StateStore(state_url) as store:
+        store.run(lambda s: repository.record_partition_state(s, "r", "orders", 3, "STUCK", "position 7"))
+        store.run(lambda s: repository.record_partition_state(s, "r", "orders", 4, "FAULTED", "too large"))
+        store.run(lambda s: repository.record_partition_state(s, "other", "orders", 3, "STUCK", "elsewhere"))
+        first = store.run(lambda s: repository.partition_states(s, "r"))
+        assert {k: v[:2] for k, v in first.items()} == {("orders", 3): ("STUCK", "position 7"),
+                                                        ("orders", 4): ("FAULTED", "too large")}
+        store.run(lambda s: repository.record_partition_state(s, "r", "orders", 3, "STUCK", "position 7"))
+        assert store.run(lambda s: repository.partition_states(s, "r"))[("orders", 3)][2] == first[("orders", 3)][2]
+        store.run(lambda s: repository.clear_partition_states(s, "r", [("orders", 3), ("orders", 9)]))
+        assert set(store.run(lambda s: repository.partition_states(s, "r"))) == {("orders", 4)}
+        store.run(lambda s: repository.record_partition_state(s, "r", "orders", 4, None))
+        assert store.run(lambda s: repository.partition_states(s, "r")) == {}
+        assert set(store.run(lambda s: repository.partition_states(s, "other"))) == {("orders", 3)}

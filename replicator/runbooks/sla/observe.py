@@ -85,7 +85,23 @@ def observe_route(config: Config, route: RouteConfig, at_ms: int, timeout: float
     except MirrorFlowError as exc:
         lag_error = str(exc)
     run_key, status, missing = _latest_audit(config, route)
-    return Observation(route.name, at_ms, beat_ms, beat_error, total, worst, lag_error, run_key, status, missing)
+    stuck, stuck_error = _stuck(config, route)
+    return Observation(route.name, at_ms, beat_ms, beat_error, total, worst, lag_error, run_key, status, missing,
+                       stuck, stuck_error)
+
+
+def _stuck(config: Config, route: RouteConfig) -> tuple[tuple[tuple[str, int], ...], str | None]:
+    """The route's partitions its workers found stuck (state DB), or why they could not be read."""
+    from replicator.domain.partition_state import PartitionState
+    from replicator.state.repository import partition_states
+    from replicator.state.store import StateStore
+
+    try:
+        with StateStore(config.state.url) as store:
+            found = store.run(lambda session: partition_states(session, route.name))
+    except MirrorFlowError as exc:
+        return (), str(exc)
+    return tuple(sorted(k for k, (state, _, _) in found.items() if state == PartitionState.STUCK)), None
 
 
 def _latest_audit(config: Config, route: RouteConfig) -> tuple[str | None, str | None, int]:

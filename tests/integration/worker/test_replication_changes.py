@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -79,6 +80,11 @@ def test_a_paused_topic_stops_copying_without_a_rebalance_and_resumes_where_it_s
     assert worker.output().count("assigned route=pz") == assignments and "revoked" not in worker.output()
     listed = _mirrorflow("topics", "list", "--route", "pz", "--config", str(config))
     assert any(held in line and "paused" in line for line in listed.stdout.splitlines()), listed.stdout
+    status = _mirrorflow("status", "--route", "pz", "--config", str(config), "--json")
+    assert status.returncode == 0, status.stderr
+    states = {(r["topic"], r["partition"]): r["state"] for r in json.loads(status.stdout)}
+    assert {s for (t, _), s in states.items() if t == held} == {"PAUSED"}
+    assert {s for (t, _), s in states.items() if t == other} == {"COPYING"}
 
     resumed = _mirrorflow("topics", "resume", "--route", "pz", "--topic", held, "--config", str(config))
     assert resumed.returncode == 0 and f"topic {held} resumed" in resumed.stdout, resumed.stderr

@@ -60,6 +60,8 @@ def test_lost_range_is_reported_exactly(primary, backup, unique_name, tmp_path, 
     status = _status(config, "--json")
     lost = {row["topic"]: row["lost_to_retention"] for row in json.loads(status)}
     assert lost[unique_name] == [[100, 250]]
+    states = {row["topic"]: (row["state"], row["state_detail"]) for row in json.loads(status)}
+    assert states[unique_name] == ("LOST_RECORDS", "150 at [100,250)")
     assert all(ranges == [] for topic, ranges in lost.items() if topic != unique_name)  # the heartbeats: none
     assert "150 at [100,250)" in _status(config)
 

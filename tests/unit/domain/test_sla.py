@@ -56,8 +56,17 @@ def test_evaluate(fields: dict[str, object], check: Check, breached: bool, words
 
 def test_disabled_checks_are_not_evaluated() -> None:
     off = SlaThresholds(heartbeats=False, audit_must_be_clean=False)
-    assert [r.check for r in evaluate(_obs(heartbeat_ms=None), off)] == [Check.LAG]
-    assert [r.check for r in evaluate(_obs(), LIMITS)] == [Check.HEARTBEAT, Check.LAG, Check.AUDIT]
+    assert [r.check for r in evaluate(_obs(heartbeat_ms=None), off)] == [Check.LAG, Check.STUCK]
+    assert [r.check for r in evaluate(_obs(), LIMITS)] == [Check.HEARTBEAT, Check.LAG, Check.AUDIT, Check.STUCK]
+
+
+def test_a_stuck_partition_is_a_breach_naming_it_and_unreadable_states_count_as_one() -> None:
+    [stuck] = [r for r in evaluate(_obs(stuck=(("orders", 3), ("orders", 5))), LIMITS) if r.check == Check.STUCK]
+    assert stuck.breached and stuck.detail == "2 partition(s) stuck: orders[3], orders[5]"
+    [fine] = [r for r in evaluate(_obs(), LIMITS) if r.check == Check.STUCK]
+    assert not fine.breached and fine.detail == "no partition stuck"
+    [unknown] = [r for r in evaluate(_obs(stuck_error="database away"), LIMITS) if r.check == Check.STUCK]
+    assert unknown.breached and "database away" in unknown.detail
 
 
 def _result(breached: bool) -> CheckResult:

@@ -6,11 +6,14 @@ import dataclasses
 import logging
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError
 from prometheus_client import REGISTRY
 
+from replicator.state.repository import partition_states, register_routes
+from replicator.state.store import StateStore
 from replicator.testing import FakeKafka
 from replicator.testing.cluster import FakeCluster
 from tests.fake_route import FAST, WorkerThread, route_config, wait_until
@@ -508,16 +511,24 @@ def copied_bytes(kafka: FakeKafka) -> int:
 
 @pytest.mark.parametrize("seek_cures", [True, False])
 def test_a_partition_that_silently_stops_fetching_is_found_stuck_and_recovered(
-        kafka: FakeKafka, caplog: pytest.LogCaptureFixture, seek_cures: bool) -> None:
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture, seek_cures: bool, tmp_path: Path) -> None:
     """librdkafka stops fetching partition 1 and says nothing (strimzi #10612): its lag grows while cached
-    watermarks say 0. The worker finds it stuck, places it again from its committed offset; when a seek does
-    not cure it, it gives the partition back to the group (a new consumer). Nothing is lost."""
+    watermarks say 0. The worker finds it stuck (STUCK in the state DB, for status and the SLA), places it again
+    from its committed offset; when a seek does not cure it, it gives the partition back to the group (a new
+    consumer). Nothing is lost."""
     caplog.set_level(logging.INFO, logger="replicator.worker.route_worker")
     produce(kafka["source"], 20)
-    worker = WorkerThread(kafka, "a", route_config(kafka, stuck_after="0.5"))
+    config = route_config(kafka, stuck_after="0.5")
+    store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    store.run(lambda session: register_routes(session, config.routes))
+    seen: list[dict[tuple[str, int], tuple[str, str | None, object]]] = []
+    worker = WorkerThread(kafka, "a", config, store=store)
     wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
     worker.worker.consumer.silence(TOPIC, 1, seek_cures=seek_cures)  # type: ignore[attr-defined]
     produce(kafka["source"], 30, start=20)
+    wait_until(lambda: bool(seen.append(store.run(lambda s: partition_states(s, "r"))) or seen[-1]),
+               what="the STUCK state stored", alive=(worker,))
+    assert list(seen[-1]) == [(TOPIC, 1)] and seen[-1][(TOPIC, 1)][0] == "STUCK"
     wait_until(lambda: all_copied(kafka), timeout=30, what="partition 1 copied after its recovery", alive=(worker,))
     wait_until(lambda: any(r.getMessage().startswith("stuck partition fetches again") for r in caplog.records),
                what="the worker seeing it fetch again", alive=(worker,))
@@ -530,5 +541,7 @@ def test_a_partition_that_silently_stops_fetching_is_found_stuck_and_recovered(
     assert moving[0].endswith("partition=1 position=50"), moving
     assert not [m for m in said if m.startswith("partition stuck") and "partition=1" not in m]
     assert worker.finish() is None
+    assert store.run(lambda s: partition_states(s, "r")) == {}  # fetching again: no longer STUCK
+    store.close()
     assert_nothing_lost(kafka)
     assert committed(kafka) == {p: 50 for p in range(PARTITIONS)}
