@@ -37,6 +37,8 @@ RATE_LIMIT = Gauge("mirrorflow_rate_limit_bytes_per_second",
 STUCK = Counter("mirrorflow_stuck_partitions_total", "Partitions found stuck (fetch position still while the "
                 "source's end moved on for stuck_after s), by the remedy taken", ["route", "remedy"])
 STUCK_NOW = Gauge("mirrorflow_partitions_stuck", "Owned partitions found stuck and not fetching since", ["route"])
+STATES = Gauge("mirrorflow_partitions_in_state", "Owned partitions per state (COPYING, CATCHING_UP, PAUSED, STUCK; "
+               "see domain.partition_state)", ["route", "state"])
 PAUSED = Gauge("mirrorflow_paused_partitions", "Assigned source partitions of topics the operator paused", ["route"])
 # A turn waits at most ~50 ms when there is nothing to do (or the queue is full): longer turns are stalls.
 LOOP_TURN = Histogram("mirrorflow_loop_turn_seconds", "Time of one turn of the worker's copy loop", ["route"],

@@ -35,7 +35,7 @@ from replicator.config import Config, RouteConfig
 from replicator.domain.dead_letter import may_not_fit, record_size
 from replicator.domain.inflight import PartitionLedger
 from replicator.domain.offset_sync import decode_sync
-from replicator.domain.partition_state import PartitionState
+from replicator.domain.partition_state import Facts, PartitionState, state_of
 from replicator.domain.provenance import should_skip, with_origin, without_origin
 from replicator.domain.rate_limit import TokenBucket, share
 from replicator.domain.stuck import Moving, Remedy, Stuck, StuckWatch
@@ -574,14 +574,21 @@ class RouteWorker(GroupMember):
             return
         self._lag_at = now + self.timeouts.lag
         consumer = self.consumer
+        stuck = set(self.stuck_watch.stuck())
+        counts = dict.fromkeys(PartitionState, 0)
         for (topic, partition), ledger in self.inflight.ledgers.items():
             position = ledger.resume_from()
             try:
                 _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), cached=True)
             except KafkaException:
-                continue
-            if position is not None and high >= 0:
-                metrics.LAG.labels(self.route.name, topic, str(partition)).set(max(0, high - position))
+                high = -1
+            lag = max(0, high - position) if position is not None and high >= 0 else None
+            if lag is not None:
+                metrics.LAG.labels(self.route.name, topic, str(partition)).set(lag)
+            recorded = (PartitionState.STUCK, "") if (topic, partition) in stuck else None
+            counts[state_of(Facts(lag, position, None, recorded, topic in self.paused_topics))[0]] += 1
+        for state, count in counts.items():  # the states a worker can know of itself (status adds the others)
+            metrics.STATES.labels(self.route.name, state.value).set(count)
 
     @shielded("commit")
     def _on_commit(self, error: KafkaError | None, _partitions: list[TopicPartition]) -> None:
