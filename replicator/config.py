@@ -121,11 +121,23 @@ class SyncSettings(_Frozen):
     principals: Mapping[str, str] = Field(default_factory=dict)  # source principal -> target principal
     grant_write: bool = False  # copy ALLOW WRITE/ALL onto replicas as they are
     delete_topics: bool = False  # delete replicas whose source topic is gone
+    # Deny WRITE on the replicas to every principal but ``writers`` (the replicator's, on the target): nobody
+    # writes into a replica by mistake. A failover lifts it for the topics it moves.
+    read_only: bool = False
+    writers: tuple[str, ...] = ()
 
     @field_validator("exclude_configs", mode="after")
     @classmethod
     def _valid_exclusions(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
         return _regexes(patterns)
+
+    @field_validator("writers", mode="after")
+    @classmethod
+    def _valid_writers(cls, writers: tuple[str, ...]) -> tuple[str, ...]:
+        for index, value in enumerate(writers):
+            if not re.match(_PRINCIPAL, value) or value.endswith(":*"):
+                raise KeyProblem(f"[{index}]", f"{value!r} is not a principal like 'User:mirrorflow'")
+        return writers
 
     @field_validator("principals", mode="after")
     @classmethod

@@ -63,12 +63,13 @@ def fence_acl(topic: str, principal: str) -> AclSpec:
 
 
 def plan_fence(cluster: str, topics: Sequence[str], acls: Collection[AclSpec], exempt: Collection[str],
-               everyone_if_no_acl: bool = False) -> FencePlan:
+               everyone_if_no_acl: bool = False, new_only: bool = True) -> FencePlan:
     """The ACLs that fence ``topics`` on ``cluster`` against every writer but ``exempt``.
 
     ``everyone_if_no_acl``: the broker's ``allow.everyone.if.no.acl.found``; a topic
     without any ACL is then open to all, and a DENY on it would also take away every
-    other right (reads included): refused, naming the topic.
+    other right (reads included): refused, naming the topic. ``new_only``: leave out the DENY entries already
+    there (False: every one the fence consists of, to lift it).
     """
     wanted: list[AclSpec] = []
     problems: list[str] = []
@@ -93,7 +94,7 @@ def plan_fence(cluster: str, topics: Sequence[str], acls: Collection[AclSpec], e
             continue
         targets = {EVERYONE} if not exempt else allowed - set(exempt)
         wanted += [fence_acl(topic, p) for p in sorted(targets)]
-    present = set(acls)
+    present = set(acls) if new_only else set()
     return FencePlan(tuple(a for a in wanted if a not in present), tuple(problems), tuple(unguarded))
 
 

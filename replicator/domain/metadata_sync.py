@@ -14,7 +14,8 @@ from enum import StrEnum
 from replicator.domain.acl_sync import plan_acls
 from replicator.domain.cluster_view import ClusterView
 from replicator.domain.config_sync import ConfigFilter, plan_configs
-from replicator.domain.sync_plan import SyncAction, SyncPlan
+from replicator.domain.fence import plan_fence
+from replicator.domain.sync_plan import CreateAcl, ProtectReplica, SyncAction, SyncPlan
 from replicator.domain.topic_sync import plan_topics
 
 
@@ -40,6 +41,8 @@ class SyncRules:
     principals: Mapping[str, str] = field(default_factory=dict)
     grant_write: bool = False
     delete_topics: bool = False
+    read_only: bool = False  # deny WRITE on replicas to every writer but ``writers`` (the replicator's)
+    writers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,4 +86,22 @@ def plan_sync(
             if acls and target.acls is None:
                 notes.append("the target cluster has no authorizer: its ACLs cannot be created")
             actions += acls
+            if rules.read_only:
+                protect, more = _read_only(scope, target, acls, rules.writers)
+                actions += protect
+                notes += more
     return SyncPlan(scope.route, tuple(actions), tuple(notes))
+
+
+def _read_only(scope: SyncScope, target: ClusterView, planned: list[CreateAcl],
+               writers: tuple[str, ...]) -> tuple[list[ProtectReplica], list[str]]:
+    """The DENY WRITE entries that leave only ``writers`` able to write the replicas (the fence's rule: a DENY per
+    principal an ACL lets write, or one for ``User:*`` when no writer is named); notes for what cannot be."""
+    if target.acls is None:
+        return [], ["read-only replicas: the target cluster has no authorizer, nothing denies writes to them"]
+    replicas = [scope.target_topic(t) for t in sorted(scope.selected)]
+    # Without the broker's allow.everyone.if.no.acl.found at hand, a replica with no ACL at all is left alone
+    # (a DENY there could take every other right too): noted, not denied.
+    plan = plan_fence("target", replicas, set(target.acls) | {a.acl for a in planned}, writers,
+                      everyone_if_no_acl=True)
+    return [ProtectReplica(a, a) for a in plan.acls], [f"read-only replicas: {p}" for p in plan.problems]

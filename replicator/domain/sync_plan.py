@@ -131,6 +131,18 @@ class CreateAcl:
 
 
 @dataclass(frozen=True, slots=True)
+class ProtectReplica(CreateAcl):
+    """Deny a writer WRITE on a replica (``sync.read_only``): only the replicator writes replicas."""
+
+    kind: ClassVar[str] = "protect replica"
+
+    @property
+    def detail(self) -> str:
+        """The entry, and why."""
+        return f"{self.acl.entry} (sync.read_only: only the replicator writes replicas)"
+
+
+@dataclass(frozen=True, slots=True)
 class DeleteTopic(TopicAction):
     """Delete a replica whose source topic is gone (only when the route opts in)."""
 
@@ -147,11 +159,12 @@ class DeleteTopic(TopicAction):
         return self.topic not in target.names
 
 
-SyncAction = CreateTopic | AddPartitions | AlterTopicConfig | CreateAcl | DeleteTopic
+SyncAction = CreateTopic | AddPartitions | AlterTopicConfig | CreateAcl | ProtectReplica | DeleteTopic
 
 # The order actions are shown and applied in: topics exist before their configs,
 # deletions come last.
-KIND_ORDER = (CreateTopic.kind, AddPartitions.kind, AlterTopicConfig.kind, CreateAcl.kind, DeleteTopic.kind)
+KIND_ORDER = (CreateTopic.kind, AddPartitions.kind, AlterTopicConfig.kind, CreateAcl.kind, ProtectReplica.kind,
+              DeleteTopic.kind)
 
 
 def _sort_key(action: SyncAction) -> tuple[int, str, str]:

@@ -17,6 +17,7 @@ from replicator.config import Config, RouteConfig
 from replicator.domain.failover import StepStatus
 from replicator.domain.failover_run import FailoverRun
 from replicator.domain.fence import FenceRecord, describe_bypass
+from replicator.kafka.clients import admin_settings
 from replicator.runbooks import engine
 from replicator.runbooks import fence as fences
 from replicator.runbooks.context import Ctx
@@ -87,3 +88,32 @@ def lift_held(config: Config, route: RouteConfig, say: Callable[[str], None], dr
         lines.append(f"fence of failover run {run_id} lifted on {record.cluster!r}: {gone} ACL(s) deleted")
         say(lines[-1])
     return lines
+
+
+def lift_read_only(config: Config, route: RouteConfig, dry_run: bool) -> str | None:
+    """Make the route's replicas writable again (``sync.read_only``): the applications write them from now on.
+    What was lifted, in words (None: nothing to lift)."""
+    from replicator.domain.fence import plan_fence
+    from replicator.kafka.admin import admin_client
+    from replicator.runbooks.sync.read import read_acls
+    from replicator.state.repository import route_topics
+    from replicator.state.store import StateStore
+
+    if not route.sync.read_only:
+        return None
+    admin = admin_client(admin_settings(config.cluster(route.target).client_properties()))
+    acls, why_not = read_acls(admin, fences.TIMEOUT_S)
+    if acls is None:
+        return None if why_not is None else f"not lifted: the target's ACLs cannot be read ({why_not})"
+    # The replicas of the topics the route copied (the state DB's rows: the source may be down).
+    with StateStore(config.state.url) as store:
+        rows = store.run(lambda session: route_topics(session, route.name))
+    policy = config.policy(route)
+    replicas = sorted({policy.format_remote_topic(route.source, r.topic) for r in rows})
+    denies = [a for a in plan_fence("target", replicas, acls, route.sync.writers, everyone_if_no_acl=True,
+                                    new_only=False).acls if a in acls]
+    if not denies:
+        return None
+    if not dry_run:
+        fences.lift_fence(config, route.target, denies)
+    return f"{'would lift' if dry_run else 'lifted'} {len(denies)} DENY WRITE ACL(s) of the read-only replicas"

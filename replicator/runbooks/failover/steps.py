@@ -218,6 +218,9 @@ def verify(ctx: Ctx, run: FailoverRun) -> StepResult:
 def finish(ctx: Ctx, run: FailoverRun) -> StepResult:
     """Record the end: RTO from the trigger, RPO, notes for the operator."""
     rpo = run.rpo if run.rpo is not None else rpo_from_points(run.points)
+    writable = fencing.lift_read_only(ctx.config, ctx.route, run.request.dry_run)  # sync.read_only replicas
+    if writable:
+        run = dataclasses.replace(run, notes=(*run.notes, f"replicas writable again: {writable}"))
     run = dataclasses.replace(run, rpo=rpo, finished_at=None if run.request.dry_run else pendulum.now("UTC"))
     if run.request.dry_run:
         return StepResult(run, StepStatus.PLANNED, f"would record the run; {rpo.describe()}")

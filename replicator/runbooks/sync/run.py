@@ -78,9 +78,20 @@ def prepare(config: Config, route_name: str, step: str = "full") -> PreparedSync
     wants_acls = Step.ACLS in steps and route.sync.acls
     source_view = source.view(replica_of if Step.CONFIGS in steps else missing, wants_acls)
     target_view = target.view(replica_of.values() if Step.CONFIGS in steps else (), wants_acls)
-    plan = plan_sync(scope, source_view, target_view, rules_of(route), steps)
+    plan = plan_sync(scope, source_view, target_view, rules_of(route, _failed_over(config, route)), steps)
     failures = source.read_failures(source_view) + target.read_failures(target_view)
     return PreparedSync(config, route, step, plan, failures, tuple(sorted(scope.selected)), started)
+
+
+def _failed_over(config: Config, route: RouteConfig) -> bool:
+    """A failover holds the route (only asked when its replicas are to be read-only)."""
+    if not route.sync.read_only:
+        return False
+    from replicator.state.failovers import route_hold
+    from replicator.state.store import StateStore
+
+    with StateStore(config.state.url) as store:
+        return store.run(lambda session: route_hold(session, route.name)) is not None
 
 
 def execute(prepared: PreparedSync, dry_run: bool = False) -> SyncRun:

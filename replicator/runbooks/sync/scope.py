@@ -68,11 +68,12 @@ class ClusterSide:
         return tuple(failures)
 
 
-def rules_of(route: RouteConfig) -> SyncRules:
-    """The route's ``sync:`` settings as the planners take them."""
+def rules_of(route: RouteConfig, failed_over: bool = False) -> SyncRules:
+    """The route's ``sync:`` settings as the planners take them (a failed-over route's replicas are written by
+    the applications now: not made read-only again)."""
     settings = route.sync
     return SyncRules(settings.exclude_configs, settings.acls, dict(settings.principals), settings.grant_write,
-                     settings.delete_topics)
+                     settings.delete_topics, settings.read_only and not failed_over, settings.writers)
 
 
 def scope_of(config: Config, route: RouteConfig, policy: ReplicationPolicy,

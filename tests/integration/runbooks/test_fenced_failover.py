@@ -92,7 +92,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     try:
         backup.start()
         bootstrap = primary.spec.bootstrap_servers  # its plaintext listener's ANONYMOUS is a super user
-        _grant(bootstrap, [_allow("fx-", user, op, ResourcePatternType.PREFIXED)
+        _grant(bootstrap, [_allow(prefix, user, op, ResourcePatternType.PREFIXED) for prefix in ("fx-", "backup.")
                            for user in ("User:app", "User:ops") for op in (AclOperation.WRITE, AclOperation.DESCRIBE)]
                + [_allow("fx-open", "User:*", AclOperation.WRITE, ResourcePatternType.LITERAL)])
         create_topics(bootstrap, {topic: PARTITIONS for topic, _ in ROUTES.values()})
@@ -105,7 +105,11 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
         routes = [{"name": name, "source": "primary", "target": "backup", "topics": [topic], "fence": fence,
                    "checkpoints": {"groups": ["nobody"]}} for name, (topic, fence) in ROUTES.items()]
         routes += [{"name": "unauthorized", "source": "plain", "target": "primary", "topics": ["fx-plain"]},
-                   {"name": "weak", "source": "primary-as-app", "target": "backup", "topics": ["fx-orders"]}]
+                   {"name": "weak", "source": "primary-as-app", "target": "backup", "topics": ["fx-orders"]},
+                   # The other way: the secured cluster as a target, its replicas read-only (the replicator,
+                   # on its plaintext listener, is a super user: no writer to name).
+                   {"name": "ro", "source": "backup", "target": "primary", "topics": ["ro-orders"],
+                    "sync": {"read_only": True, "grant_write": True}, "checkpoints": {"groups": ["nobody"]}}]
         config = home / "m.yaml"
         config.write_text(json.dumps({"clusters": clusters, "routes": routes,
                                       "state": {"url": f"sqlite:///{home / 'state.db'}"}}))
@@ -296,3 +300,37 @@ def test_a_source_that_cannot_be_fenced_exits_2_before_anything_changes(secured:
     assert unasked.returncode == 2 and "--accept-bypass is for a fenced failover: add --fence" in unasked.stderr
     assert secured.rows("select count(*) from mf_failover_run") == runs
     assert _denies(secured, "fx-open") == set()
+
+
+def test_read_only_replicas_refuse_the_applications_until_a_failover_makes_them_writable(secured: Secured) -> None:
+    """sync.read_only: the sync denies WRITE on the replicas (here the secured cluster is the target), the
+    replicator still copies into them; the failover lifts the denial, and the sync does not put it back."""
+    create_topics(secured.b, {"ro-orders": PARTITIONS})
+    synced = subprocess.run([MIRRORFLOW, "sync", "--config", str(secured.config), "--route", "ro"],
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    assert "protect replica" in synced.stdout and "DENY User:* WRITE" in synced.stdout, synced.stdout
+    assert _denies(secured, "backup.ro-orders") == {"User:*"}
+    with Writer(secured.as_user("app"), "backup.ro-orders") as app:  # an application writing by mistake
+        wait_until(lambda: "TOPIC_AUTHORIZATION_FAILED" in app.refused, 30, "the replica refusing it")
+    assert not any(app.acked.values())
+    worker = Worker(secured.config, "ro", log_dir=secured.home)
+    try:
+        with Writer({"bootstrap.servers": secured.b}, "ro-orders") as source:
+            source.wait_for_some()
+        sent = {p: len(v) for p, v in source.acked.items()}
+        wait_until(lambda: end_offsets(secured.p, "backup.ro-orders", PARTITIONS) == sent, 60,
+                   "the replicator copying into the read-only replica")
+        over = _failover(secured, "--route", "ro")
+        assert over.returncode == 0, over.stdout[-3000:] + over.stderr[-3000:]
+    finally:
+        if worker.process.poll() is None:
+            worker.terminate()
+    assert "replicas writable again: lifted 1 DENY WRITE ACL(s) of the read-only replicas" in over.stdout
+    assert _denies(secured, "backup.ro-orders") == set()
+    with Writer(secured.as_user("app"), "backup.ro-orders") as app:  # the applications write there now
+        app.wait_for_some()
+    again = subprocess.run([MIRRORFLOW, "sync", "--config", str(secured.config), "--route", "ro"],
+                           capture_output=True, text=True, timeout=120, check=False)
+    assert again.returncode == 0 and "protect replica" not in again.stdout, again.stdout
+    assert _denies(secured, "backup.ro-orders") == set()

@@ -23,6 +23,7 @@ from replicator.domain.sync_plan import (
     CreateAcl,
     CreateTopic,
     DeleteTopic,
+    ProtectReplica,
     SyncPlan,
 )
 from replicator.domain.sync_run import Outcome, RunStatus, SyncChange, SyncRun
@@ -69,6 +70,29 @@ def test_target_without_authorizer_is_noted() -> None:
     plan = plan_sync(SCOPE, SOURCE, ClusterView(TARGET.partitions, configs=TARGET.configs, acls=None))
     assert "create acl" in kinds(plan)
     assert "the target cluster has no authorizer: its ACLs cannot be created" in plan.notes
+
+
+def test_read_only_replicas_deny_every_writer_but_the_replicator() -> None:
+    write_orders = AclSpec("TOPIC", "orders", "LITERAL", "User:app", "*", "WRITE", "ALLOW")
+    source = ClusterView(SOURCE.partitions, configs=SOURCE.configs, acls=frozenset({READ_ORDERS, write_orders}))
+    mirror = AclSpec("TOPIC", "primary.", "PREFIXED", "User:mirror", "*", "ALL", "ALLOW")
+    target = ClusterView(TARGET.partitions, configs=TARGET.configs, acls=frozenset({mirror}))
+    # grant_write copies ALLOW WRITE for the application onto its replica: read_only denies it until a failover.
+    plan = plan_sync(SCOPE, source, target, SyncRules(grant_write=True, read_only=True, writers=("User:mirror",)))
+    protect = [a for a in plan.actions if isinstance(a, ProtectReplica)]
+    assert {(a.acl.name, a.acl.principal, a.acl.operation, a.acl.permission) for a in protect} == {
+        ("primary.orders", "User:app", "WRITE", "DENY")}
+    assert protect[0].kind == "protect replica" and "sync.read_only" in protect[0].detail
+    # No replicator named (it is a super user): one DENY for everyone per replica with ACLs.
+    everyone = plan_sync(SCOPE, source, target, SyncRules(read_only=True))
+    assert {(a.acl.name, a.acl.principal) for a in everyone.actions if isinstance(a, ProtectReplica)} == {
+        ("primary.orders", "User:*"), ("primary.audit", "User:*")}
+    bare = plan_sync(SCOPE, source, ClusterView(TARGET.partitions, configs=TARGET.configs, acls=None),
+                     SyncRules(read_only=True))
+    assert not [a for a in bare.actions if isinstance(a, ProtectReplica)]
+    assert "read-only replicas: the target cluster has no authorizer, nothing denies writes to them" in bare.notes
+    unguarded = plan_sync(SCOPE, SOURCE, TARGET, SyncRules(read_only=True))  # replicas without any ACL
+    assert any("read-only replicas:" in n and "'primary.audit' has no ACL" in n for n in unguarded.notes)
 
 
 def test_in_step_target_plans_nothing() -> None:
