@@ -28,7 +28,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from replicator.config import load_config
 from replicator.errors import MirrorFlowError
 from replicator.state.store import make_engine
-from replicator.ui.page import ReplicationPage, build_page, choose_route
+from replicator.ui.page import ReplicationPage, build_page, choose_route, listed_routes
 from replicator.ui.page_json import page_json
 from replicator.ui.queries import has_table, page_rows, run_query
 from replicator.ui.render import render_error, render_page
@@ -61,7 +61,7 @@ def load_page(engine: Engine, route: str | None, topic: str | None, days: int,
     with engine.connect() as connection:
         if not has_table(connection, "mf_route"):
             return ReplicationPage(routes=(), route=None)
-        routes = [str(r["route"]) for r in run_query(connection, "routes")]
+        routes = listed_routes(str(r["route"]) for r in run_query(connection, "routes"))
         chosen = choose_route(routes, route)
         if chosen is None:
             return ReplicationPage(routes=(), route=None)

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from replicator.domain.failback import REVERSE_SUFFIX
 from replicator.domain.failover import is_application_topic
 
 Row = Mapping[str, Any]
@@ -81,6 +82,13 @@ class ReplicationPage:
     lag: Lag | None = None
     notes: tuple[str, ...] = field(default=())
     held_by: Row | None = None  # the failover run that holds the route (its workers are refused), if one does
+
+
+def listed_routes(names: Iterable[str]) -> list[str]:
+    """The routes the page offers: a failback's reverse route (``<route>.failback``) is not one of the
+    operator's -- it is measured by nothing, and its copy shows on its route's failback runs."""
+    known = list(dict.fromkeys(names))
+    return [n for n in known if not (n.endswith(REVERSE_SUFFIX) and n[:-len(REVERSE_SUFFIX)] in known)]
 
 
 def choose_route(routes: Sequence[str], wanted: str | None) -> str | None:

@@ -22,6 +22,7 @@ from replicator.ui.page import (
     format_ranges,
     format_seconds,
     format_time,
+    listed_routes,
     parse_lag,
 )
 from replicator.ui.render import render_error, render_page
@@ -57,6 +58,11 @@ def test_current_lag_is_the_lag_check_of_the_sla_states() -> None:
 ])
 def test_choose_route(routes: list[str], wanted: str | None, chosen: str | None) -> None:
     assert choose_route(routes, wanted) == chosen
+
+
+def test_a_failbacks_reverse_route_is_not_offered_as_a_route_of_its_own() -> None:
+    assert listed_routes(["orders", "orders.failback", "payments", "lone.failback"]) == [
+        "orders", "payments", "lone.failback"]  # one whose route is not known stays: it is all there is of it
 
 
 def test_the_lag_is_said_once_with_what_the_check_adds() -> None:
