@@ -5,6 +5,8 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import Param, dag, task
 
+from replicator.airflow import param_schemas as schemas
+
 DOC = """
 ### Backfill a topic
 Triggered by hand with `route`, `topic` and a range: `from`/`to` (times, ISO 8601,
@@ -43,10 +45,13 @@ audit DAG). Without Airflow: `mirrorflow backfill --route R --topic T --from T1 
     params={
         "route": Param("", type="string", description="the route"),
         "topic": Param("", type="string", description="the source topic"),
-        "from": Param(None, type=["null", "string"], description="range start by time (ISO 8601), included"),
-        "to": Param(None, type=["null", "string"], description="range end by time, excluded"),
-        "from_offset": Param(None, type=["null", "string"], description="range start by offsets: P=N,P=N"),
-        "to_offset": Param(None, type=["null", "string"], description="range end by offsets (default: route start)"),
+        "from": Param(None, type=["null", "string"], pattern=schemas.TIME,
+                      description="range start by time (ISO 8601 like 2026-11-27T10:00:00Z, or now), included"),
+        "to": Param(None, type=["null", "string"], pattern=schemas.TIME, description="range end by time, excluded"),
+        "from_offset": Param(None, type=["null", "string"], pattern=schemas.OFFSETS,
+                             description="range start by offsets: P=N,P=N"),
+        "to_offset": Param(None, type=["null", "string"], pattern=schemas.OFFSETS,
+                           description="range end by offsets (default: route start)"),
         "overlap_ok": Param(False, type=["null", "boolean"], description="copy records the route copied too (twice)"),
     },
 )

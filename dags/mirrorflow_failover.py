@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from airflow.sdk import Param
 
+from replicator.airflow import param_schemas as schemas
+
 DOC = """
 ### Failover
 Moves the consumer groups of a route's source cluster to its target
@@ -39,8 +41,10 @@ PARAMS = {
     "route": Param("", type="string", description="the route to fail over"),
     "groups": Param([], type=["null", "array"], description="only these groups (default: every checkpointed group)"),
     "mode": Param("checkpoint", enum=["checkpoint", "timestamp"], description="checkpoint or timestamp"),
-    "at": Param(None, type=["null", "string"], description="mode timestamp: ISO instant consumed up to"),
-    "margin": Param("60s", type=["null", "string"], description="mode timestamp: resume this much before `at`"),
+    "at": Param(None, type=["null", "string"], pattern=schemas.INSTANT,
+                description="mode timestamp: ISO instant consumed up to (2026-11-01T12:00:00Z)"),
+    "margin": Param("60s", type=["null", "string"], pattern=schemas.DURATION,
+                    description="mode timestamp: resume this much before `at` (60, 60s, 5m, 1h)"),
     "drain_timeout": Param(60, type=["null", "integer"], minimum=0, description="seconds to wait for the lag to drain"),
     "dry_run": Param(False, type=["null", "boolean"], description="show every step, change nothing"),
     "fence": Param(False, type=["null", "boolean"], description="deny writes on the source topics first (ACLs)"),
