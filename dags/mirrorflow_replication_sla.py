@@ -1,4 +1,5 @@
-"""Every minute: each route's replication SLA (heartbeat age, lag, last audit); alerts on changes only."""
+"""Every minute: each route's replication SLA (heartbeat age, lag, last audit, stuck partitions); red while breached,
+alerts on changes only."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ For each route of `mirrorflow.yaml` (`MIRRORFLOW_CONFIG`), checks against the ro
 - **lag**: records on the source not yet copied (`sla.max_lag`, default 100000);
 - **audit**: the route's latest audit found no missing record (`sla.audit_must_be_clean`).
 
-A check that cannot be measured counts as breached. Each breach alerts once, and its
+- **stuck**: no partition of the route is stuck (its workers found it unfetched while
+  the source had records past it: `routes[].stuck_after`).
+
+A check that cannot be measured counts as breached. While a check is breached, the
+route's `check` task fails: the run is red and Airflow's own failure alerting (callbacks,
+email) sees it, on every run while it lasts. The notifiers alert each breach once, and its
 recovery once, whatever the number of runs in between (state in the state DB:
 `mf_sla_state`, history in `mf_sla_event`). Alerts go to the task log and, when
 `sla.webhook` is set, as JSON to that URL. An alert that could not be sent fails the
@@ -46,9 +52,9 @@ def mirrorflow_replication_sla() -> None:
     def check(route: str) -> dict[str, object]:
         from airflow.sdk import get_current_context
 
-        from replicator.runbooks.sla.run import check_route
+        from replicator.runbooks.sla.run import check_route, fail_if_breached
 
-        return check_route(None, route, context=get_current_context())
+        return fail_if_breached(check_route(None, route, context=get_current_context()))
 
     check.expand(route=routes())
 

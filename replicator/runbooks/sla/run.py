@@ -70,6 +70,20 @@ def check_route(config: ConfigRef, route_name: str, context: Mapping[str, Any] |
             "events": [f"{e.check.value} {e.kind.value}" for e in events], "alerts_sent": sent}
 
 
+class SlaBreached(MirrorFlowError):
+    """A check of the route is breached: the DAG's task fails, so Airflow's own failure alerting (the red run,
+    callbacks, email) sees it too -- on every run while it lasts; the notifiers alert once per change."""
+
+
+def fail_if_breached(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """``summary`` (of :func:`check_route`) as it is; SlaBreached naming each breached check and why."""
+    breached = [f"{check}: {summary['details'][check]}" for check, state in summary["checks"].items()
+                if state == "breached"]
+    if breached:
+        raise SlaBreached(f"route {summary['route']}: SLA breached: " + "; ".join(breached))
+    return dict(summary)
+
+
 def _send_pending(store: Any, route: str, notifiers: Sequence[Notifier],
                   context: Mapping[str, Any]) -> tuple[int, list[str]]:
     """Send every unsent event of the route through every notifier, oldest first."""

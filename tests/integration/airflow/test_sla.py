@@ -49,12 +49,14 @@ def webhook() -> Iterator[ThreadingHTTPServer]:
     server.server_close()
 
 
-def _run() -> dict[tuple[str, int], str]:
+def _run(breached: bool = False) -> dict[tuple[str, int], str]:
+    """One run of the SLA DAG: green, or (``breached``) red with its check task failed."""
     from airflow.dag_processing.dagbag import DagBag
 
     run = DagBag(dag_folder=str(DAGS)).get_dag("mirrorflow_replication_sla").test()
     states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
-    assert run.state == "success", states
+    assert run.state == ("failed" if breached else "success"), states
+    assert states[("check", 0)] == ("failed" if breached else "success"), states
     return states
 
 
@@ -88,8 +90,8 @@ def test_a_stopped_route_alerts_once_and_its_restart_recovers_once(  # type: ign
     code, _ = workers[0].terminate()
     assert code == 0
     wait_until(lambda: _heartbeat_age(config, route) > 4, 30, "the heartbeat to grow older than its limit")
-    for _ in range(3):  # the breach lasts over several runs: one alert
-        _run()
+    for _ in range(3):  # the breach lasts over several runs: one alert, every run red (Airflow's own alerting)
+        _run(breached=True)
     assert [(body["check"], body["kind"]) for _, body in received] == [("heartbeat", "breach")]
     assert received[0][0] == f"/hooks/{TOKEN}" and received[0][1]["route"] == route
 
