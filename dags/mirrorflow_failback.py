@@ -19,19 +19,22 @@ what it decided:
    primary's topics are deleted (refused when records there never reached the
    target, unless `accept_loss`); the reverse route creates them again.
 3. `reverse_copy`: the reverse route copies up to the replicas' ends.
-4. `drain`: stop the producers on the target; copies until nothing is left (up to
+4. `fence` (param `fence`): deny WRITE on the target's topics the reverse route copies
+   (ACLs, as the failover's fence), watch that none gets past; lifted at `release`.
+5. `drain`: stop the producers on the target; copies until nothing is left (up to
    `drain_timeout` s).
-5. `translate`: each group's position on the target, translated to the old primary.
-6. `commit_offsets` and 7. `verify`: into the old primary's idle groups, read back.
-8. `release`: the route may run again (`mirrorflow run`).
-9. `finish`: figures stored in `mf_failback_run`, next steps in the log.
+6. `translate`: each group's position on the target, translated to the old primary.
+7. `commit_offsets` and 8. `verify`: into the old primary's idle groups, read back.
+9. `release`: the route may run again (`mirrorflow run`).
+10. `finish`: figures stored in `mf_failback_run`, next steps in the log.
 
 A run that failed midway resumes at the failed step when triggered again with the
 same params. `dry_run` shows every step and changes nothing. The same without
 Airflow: `mirrorflow failback --route R`.
 """
 
-STEPS = ["check", "prepare", "reverse-copy", "drain", "translate", "commit-offsets", "verify", "release", "finish"]
+STEPS = ["check", "prepare", "reverse-copy", "fence", "drain", "translate", "commit-offsets", "verify", "release",
+         "finish"]
 PARAMS = {
     "route": Param("", type="string", description="the failed-over route to bring back"),
     "mode": Param("incremental", enum=["incremental", "resync"], description="incremental or resync"),
@@ -39,6 +42,9 @@ PARAMS = {
     "drain_timeout": Param(60, type=["null", "integer"], minimum=0, description="seconds to copy the last records"),
     "accept_loss": Param(False, type=["null", "boolean"], description="resync: drop records never copied"),
     "dry_run": Param(False, type=["null", "boolean"], description="show every step, change nothing"),
+    "fence": Param(False, type=["null", "boolean"], description="deny writes on the backup's topics first (ACLs)"),
+    "accept_bypass": Param(False, type=["null", "boolean"],
+                           description="with fence: go on when records were written past it"),
 }
 
 

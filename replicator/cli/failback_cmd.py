@@ -17,7 +17,8 @@ def run_failback(args: argparse.Namespace) -> int:
 
     config = config_of(args)
     config.route(args.route)
-    request = request_of(args.route, args.mode, args.group, args.drain_timeout, args.accept_loss, args.dry_run)
+    request = request_of(args.route, args.mode, args.group, args.drain_timeout, args.accept_loss, args.dry_run,
+                         args.fence, args.accept_bypass)
     return run_and_print(args, lambda progress: failback_route(config, request, args.restart, progress), summary,
                          render)
 
@@ -67,6 +68,12 @@ FAILBACK = Command(
         Option("--accept-loss", action="store_true",
                help="mode resync: go on although records of the old primary never reached the target (they are "
                "deleted with its topics)"),
+        Option("--fence", action="store_true",
+               help="before the drain, deny WRITE on the backup's topics the reverse route copies to every principal "
+               "but routes[].fence.exempt (ACLs), and watch that none gets past (as failover --fence); lifted when "
+               "the route is released"),
+        Option("--accept-bypass", action="store_true",
+               help="with --fence: go on when records were written past the fence"),
         *run_options("failback"),
     ),
 )

@@ -40,6 +40,7 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
 
+from replicator.domain.fence import FenceRecord
 from replicator.domain.offset_sync import BeforeFirstSync, Behind, Exact, OffsetSync, translate, translate_inverse
 from replicator.domain.resume_point import Basis, GroupCommit, ResumePoint
 from replicator.domain.run_json import parse_time, plain, point_from, required_time
@@ -62,6 +63,7 @@ class FailbackStep(StrEnum):
     CHECK = "check"
     PREPARE = "prepare"
     REVERSE_COPY = "reverse-copy"
+    FENCE = "fence"
     DRAIN = "drain"
     TRANSLATE = "translate"
     COMMIT_OFFSETS = "commit-offsets"
@@ -84,6 +86,8 @@ class FailbackRequest:
     drain_timeout_seconds: int = 60
     accept_loss: bool = False  # resync: records on the old primary never copied may be dropped
     dry_run: bool = False
+    fence: bool = False  # deny writes on the backup's topics the reverse route copies, before its drain
+    accept_bypass: bool = False  # go on when records got past that fence
 
     def problems(self) -> list[str]:
         """Why the request cannot run (empty when it can)."""
@@ -92,11 +96,14 @@ class FailbackRequest:
             out.append(f"drain timeout: must be >= 0 seconds, got {self.drain_timeout_seconds}")
         if self.accept_loss and self.mode != FailbackMode.RESYNC:
             out.append("--accept-loss is for mode resync (incremental drops nothing)")
+        if self.accept_bypass and not self.fence:
+            out.append("--accept-bypass is for a fenced failback: add --fence")
         return out
 
     def same_work(self, other: FailbackRequest) -> bool:
         """True when ``other`` asks for the same failback (so it may resume this one's run)."""
-        return (self.route, self.mode) == (other.route, other.mode) and _set(self.groups) == _set(other.groups)
+        return (self.route, self.mode, self.fence, self.accept_bypass) == (
+            other.route, other.mode, other.fence, other.accept_bypass) and _set(self.groups) == _set(other.groups)
 
 
 def _set(groups: tuple[str, ...] | None) -> frozenset[str] | None:
@@ -267,6 +274,7 @@ class FailbackRun(RunSteps[FailbackStep]):
     finished_at: dt.datetime | None = None
     notes: tuple[str, ...] = ()
     abandoned_at: dt.datetime | None = None  # --restart started another run
+    fence: FenceRecord | None = None  # the write fence it raised on the backup (--fence), lifted at release
 
     @classmethod
     def new(cls, request: FailbackRequest, primary: str, backup: str, now: dt.datetime) -> FailbackRun:
@@ -295,7 +303,8 @@ def run_from_dict(data: Mapping[str, Any]) -> FailbackRun:
     req = data["request"]
     request = FailbackRequest(req["route"], FailbackMode(req["mode"]),
                               None if req["groups"] is None else tuple(req["groups"]), req["drain_timeout_seconds"],
-                              req["accept_loss"], req["dry_run"])
+                              req["accept_loss"], req["dry_run"], req.get("fence", False),
+                              req.get("accept_bypass", False))
     return FailbackRun(
         request, data["primary"], data["backup"],
         required_time(data["triggered_at"], "failback run: triggered_at"),
@@ -305,7 +314,8 @@ def run_from_dict(data: Mapping[str, Any]) -> FailbackRun:
         data["copied"], data["not_copied"], tuple(point_from(p) for p in data["points"]),
         tuple(GroupCommit(point_from(c["point"]), TargetOutcome(c["outcome"]), c["current"], c["error"], c["verified"])
               for c in data["commits"]),
-        parse_time(data["finished_at"]), tuple(data["notes"]), parse_time(data.get("abandoned_at")))
+        parse_time(data["finished_at"]), tuple(data["notes"]), parse_time(data.get("abandoned_at")),
+        None if data.get("fence") is None else FenceRecord.from_dict(data["fence"]))
 
 
 def next_steps(run: FailbackRun) -> str:

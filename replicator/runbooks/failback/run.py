@@ -54,11 +54,13 @@ class FailbackFailed(RunFailed):
 
 
 def request_of(route: str, mode: str = "incremental", groups: Sequence[str] | None = None,
-               drain_timeout: str | int = 60, accept_loss: bool = False, dry_run: bool = False) -> FailbackRequest:
+               drain_timeout: str | int = 60, accept_loss: bool = False, dry_run: bool = False,
+               fence: bool = False, accept_bypass: bool = False) -> FailbackRequest:
     """A request from plain arguments (CLI, DAG params); UsageError naming a bad one."""
     try:
         request = FailbackRequest(route, FailbackMode(mode), tuple(dict.fromkeys(groups)) if groups else None,
-                                  parse_duration(drain_timeout, "--drain-timeout"), accept_loss, dry_run)
+                                  parse_duration(drain_timeout, "--drain-timeout"), accept_loss, dry_run, fence,
+                                  accept_bypass)
     except ValueError as exc:
         raise UsageError(f"failback of route {route}: {exc}".replace("'FailbackMode'", "mode")) from None
     if request.problems():
@@ -155,9 +157,11 @@ def failback_route(config: ConfigRef, request: FailbackRequest, restart: bool = 
 
 
 def start_run(config: ConfigRef, route: str, mode: str = "incremental", groups: Sequence[str] | None = None,
-              drain_timeout: str | int = 60, accept_loss: bool = False, dry_run: bool = False) -> dict[str, Any]:
+              drain_timeout: str | int = 60, accept_loss: bool = False, dry_run: bool = False,
+              fence: bool = False, accept_bypass: bool = False) -> dict[str, Any]:
     """The DAG's first task: start or resume a run; its JSON for the next task."""
-    return summary(start(as_config(config), request_of(route, mode, groups, drain_timeout, accept_loss, dry_run)))
+    return summary(start(as_config(config), request_of(route, mode, groups, drain_timeout, accept_loss, dry_run,
+                                                        fence, accept_bypass)))
 
 
 def step_of_run(config: ConfigRef, step: str, run: dict[str, Any]) -> dict[str, Any]:

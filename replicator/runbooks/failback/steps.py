@@ -43,6 +43,7 @@ from replicator.runbooks.context import Ctx as RunbookCtx
 from replicator.runbooks.engine import StepFailed
 from replicator.runbooks.failback import reverse as rev
 from replicator.runbooks.failover import commits, source
+from replicator.runbooks.failover.fencing import lift_own
 
 log = logging.getLogger(__name__)
 
@@ -258,6 +259,20 @@ def reverse_copy(ctx: Ctx, run: FailbackRun) -> StepResult:
                                             f"{time.monotonic() - began:.1f} s")
 
 
+def fence(ctx: Ctx, run: FailbackRun) -> StepResult:
+    """``--fence``: deny writes on the backup's topics the reverse route copies, and watch that none gets past
+    (the failover's fence, on the backup): the drain then ends at their last record."""
+    from replicator.runbooks.failover.fencing import fence_run
+    from replicator.runbooks.failover.source import route_topics
+
+    if not run.request.fence:
+        return StepResult(run, StepStatus.SKIPPED, f"no --fence: applications still writing on {run.backup!r} "
+                                                   "after the drain are not copied back")
+    reverse = _reverse(ctx)
+    fenced, status, detail = fence_run(ctx, run, run.backup, route_topics(ctx.config, reverse))
+    return StepResult(fenced, status, detail)
+
+
 def drain(ctx: Ctx, run: FailbackRun) -> StepResult:
     """Copy until nothing is left (the applications stopped writing on the backup), up to the timeout."""
     reverse = _reverse(ctx)
@@ -376,11 +391,14 @@ def release(ctx: Ctx, run: FailbackRun) -> StepResult:
     else:
         resume = (f"where it stopped: it copies the {run.unreplicated_records} offsets that never reached "
                   f"{route.target!r} and skips the records the reverse route brought")
+    run, lifted = lift_own(ctx, run)  # the backup's fence: the route writes its replicas again
+    lifted_words = f"; {lifted}" if lifted else ""
     if run.request.dry_run:
-        return StepResult(run, StepStatus.PLANNED, f"would release route {route.name}; it would resume {resume}")
+        return StepResult(run, StepStatus.PLANNED, f"would release route {route.name}; it would resume "
+                                                   f"{resume}{lifted_words}")
     released = release_hold(ctx.config, route, pendulum.now("UTC"))
     held = f" (failover run(s) {', '.join(map(str, released))})" if released else ""
-    return StepResult(run, StepStatus.DONE, f"route {route.name} released{held}; it resumes {resume}")
+    return StepResult(run, StepStatus.DONE, f"route {route.name} released{held}; it resumes {resume}{lifted_words}")
 
 
 def finish(ctx: Ctx, run: FailbackRun) -> StepResult:
@@ -396,6 +414,7 @@ STEPS: dict[FailbackStep, Callable[[Ctx, FailbackRun], StepResult]] = {
     FailbackStep.CHECK: check,
     FailbackStep.PREPARE: prepare,
     FailbackStep.REVERSE_COPY: reverse_copy,
+    FailbackStep.FENCE: fence,
     FailbackStep.DRAIN: drain,
     FailbackStep.TRANSLATE: translate,
     FailbackStep.COMMIT_OFFSETS: commit_offsets,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 import pendulum
 
@@ -32,39 +33,71 @@ def check(config: Config, route: RouteConfig) -> str:
     return fences.plan(config, route.source, route_topics(config, route), route.fence.exempt).describe()
 
 
+class Fenced(Protocol):
+    """A run that may raise a fence: a failover's (on its source) or a failback's (on the backup)."""
+
+    @property
+    def fence(self) -> FenceRecord | None: ...  # noqa: D102 - the run's field
+    @property
+    def notes(self) -> tuple[str, ...]: ...  # noqa: D102
+
+
+R = TypeVar("R", bound=Fenced)
+
+
 def fence(ctx: Ctx[FailoverRun], run: FailoverRun) -> StepResult:
-    """Raise the fence on the source and watch it; roll it back (StepFailed) when records got past it."""
-    route, source, watch = ctx.route, ctx.route.source, ctx.route.fence.watch
-    topics = route_topics(ctx.config, route)
-    planned = fences.plan(ctx.config, source, topics, route.fence.exempt)
+    """The failover's fence: on the source, its route's topics."""
+    route = ctx.route
+    done, status, detail = fence_run(ctx, run, route.source, route_topics(ctx.config, route))
+    return StepResult(done, status, detail)
+
+
+def fence_run(ctx: Ctx[R], run: R, cluster: str, topics: list[str]) -> tuple[R, StepStatus, str]:
+    """Raise the fence on ``cluster``'s ``topics`` and watch it; roll it back (StepFailed) when records got past
+    it, unless the run's request accepts a bypass. The run with its fence, the step's status and detail."""
+    route, watch = ctx.route, ctx.route.fence.watch
+    request: Any = getattr(run, "request")  # noqa: B009 - both runbooks' requests carry the fence flags
+    planned = fences.plan(ctx.config, cluster, topics, route.fence.exempt)
     unguarded = (f"; {', '.join(planned.unguarded)}: no ACL lets anyone but super users write them, the watch "
                  "covers them" if planned.unguarded else "")
-    if run.request.dry_run:
-        return StepResult(run, StepStatus.PLANNED, f"would fence {source!r}: {planned.describe()}; then watch "
-                                                   f"{watch:g} s that nothing more is written{unguarded}")
+    if request.dry_run:
+        return run, StepStatus.PLANNED, (f"would fence {cluster!r}: {planned.describe()}; then watch {watch:g} s "
+                                         f"that nothing more is written{unguarded}")
     # Recorded before it is raised: a run that dies in between still knows which ACLs to lift.
     earlier = run.fence.acls if run.fence is not None and run.fence.lifted_at is None else ()
-    record = FenceRecord(source, tuple(dict.fromkeys(earlier + planned.acls)), pendulum.now("UTC"))
-    run = ctx.save(dataclasses.replace(run, fence=record))
-    fences.raise_fence(ctx.config, source, planned.acls)
-    ctx.say(f"  fence: {planned.describe()} on {source!r}{unguarded}; watching {watch:g} s")
-    found = fences.watch(ctx.config, source, topics, watch, ctx.say)
+    record = FenceRecord(cluster, tuple(dict.fromkeys(earlier + planned.acls)), pendulum.now("UTC"))
+    run = ctx.save(dataclasses.replace(run, fence=record))  # type: ignore[type-var]
+    fences.raise_fence(ctx.config, cluster, planned.acls)
+    ctx.say(f"  fence: {planned.describe()} on {cluster!r}{unguarded}; watching {watch:g} s")
+    found = fences.watch(ctx.config, cluster, topics, watch, ctx.say)
     if not found:
-        return StepResult(run, StepStatus.DONE, f"fenced: {planned.describe()}{unguarded}; nothing written in "
-                                                f"{watch:g} s after it")
+        return run, StepStatus.DONE, f"fenced: {planned.describe()}{unguarded}; nothing written in {watch:g} s after it"
     record = dataclasses.replace(record, bypass=found)
-    if run.request.accept_bypass:
+    if request.accept_bypass:
         note = (f"records were written past the fence ({describe_bypass(found)}): accepted (--accept-bypass); "
                 "the drain copies those written before the route stops, later ones count in no RPO")
-        run = dataclasses.replace(run, fence=record, notes=(*run.notes, note))
-        return StepResult(run, StepStatus.DONE, f"fenced, bypassed: {describe_bypass(found)}; going on "
-                                                "(--accept-bypass)")
-    fences.lift_fence(ctx.config, source, record.acls)
-    ctx.save(dataclasses.replace(run, fence=dataclasses.replace(record, lifted_at=pendulum.now("UTC"))))
-    raise StepFailed(f"route {route.name}: records were written to {source!r} past the fence: "
+        run = dataclasses.replace(run, fence=record, notes=(*run.notes, note))  # type: ignore[type-var]
+        return run, StepStatus.DONE, f"fenced, bypassed: {describe_bypass(found)}; going on (--accept-bypass)"
+    fences.lift_fence(ctx.config, cluster, record.acls)
+    ctx.save(dataclasses.replace(run, fence=dataclasses.replace(record, lifted_at=pendulum.now("UTC"))))  # type: ignore[type-var]
+    raise StepFailed(f"route {route.name}: records were written to {cluster!r} past the fence: "
                      f"{describe_bypass(found)} (a producer the ACLs do not cover, or a super user). The fence is "
-                     "lifted and the route left as it was, still copying. Stop that writer and run the failover "
-                     "again, or add --accept-bypass to go on with those records in the RPO")
+                     "lifted and the route left as it was, still copying. Stop that writer and run the "
+                     f"{'failover' if isinstance(run, FailoverRun) else 'failback'} again, or add --accept-bypass to "
+                     "go on with those records in the RPO")
+
+
+def lift_own(ctx: Ctx[R], run: R) -> tuple[R, str | None]:
+    """Lift the fence ``run`` raised (a failback's on the backup, once the applications go back)."""
+    record = run.fence
+    if record is None or record.lifted_at is not None:
+        return run, None
+    request: Any = getattr(run, "request")  # noqa: B009
+    if request.dry_run:
+        return run, f"would lift the fence on {record.cluster!r}"
+    gone = fences.lift_fence(ctx.config, record.cluster, record.acls)
+    lifted = dataclasses.replace(record, lifted_at=pendulum.now("UTC"))
+    return dataclasses.replace(run, fence=lifted), f"fence on {record.cluster!r} lifted ({gone} ACL(s))"  # type: ignore[type-var]
 
 
 def lift_held(config: Config, route: RouteConfig, say: Callable[[str], None], dry_run: bool = False) -> list[str]:

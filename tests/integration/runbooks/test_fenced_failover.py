@@ -32,7 +32,7 @@ from confluent_kafka.admin import (
 
 from replicator.dev.localcluster import LocalCluster, LocalClusterSpec
 from replicator.kafka.admin import admin_client, create_topics
-from tests.kafka_io import end_offsets, wait_until
+from tests.kafka_io import end_offsets, read_all, wait_until
 from tests.support import Worker, free_port
 
 pytestmark = pytest.mark.kafka
@@ -328,9 +328,26 @@ def test_read_only_replicas_refuse_the_applications_until_a_failover_makes_them_
             worker.terminate()
     assert "replicas writable again: lifted 1 DENY WRITE ACL(s) of the read-only replicas" in over.stdout
     assert _denies(secured, "backup.ro-orders") == set()
-    with Writer(secured.as_user("app"), "backup.ro-orders") as app:  # the applications write there now
-        app.wait_for_some()
+    with Writer(secured.as_user("app"), "backup.ro-orders") as early:  # the applications write there now
+        early.wait_for_some()
     again = subprocess.run([MIRRORFLOW, "sync", "--config", str(secured.config), "--route", "ro"],
                            capture_output=True, text=True, timeout=120, check=False)
     assert again.returncode == 0 and "protect replica" not in again.stdout, again.stdout
     assert _denies(secured, "backup.ro-orders") == set()
+
+    # Failing back with --fence: the application writing on the target is fenced out before the drain, so
+    # every record it got acknowledged there goes back, and nothing is left behind; the fence goes at release.
+    with Writer(secured.as_user("app"), "backup.ro-orders") as app:
+        app.wait_for_some()
+        back = subprocess.run([MIRRORFLOW, "failback", "--config", str(secured.config), "--route", "ro", "--fence",
+                               "--json"], capture_output=True, text=True, timeout=300, check=False)
+    assert back.returncode == 0, back.stdout[-3000:] + back.stderr[-3000:]
+    run = json.loads(back.stdout)
+    steps = {s["step"]: (s["status"], s["detail"]) for s in run["steps"]}
+    assert steps["fence"][0] == "done" and "fenced: DENY WRITE to User:* on backup.ro-orders" in steps["fence"][1]
+    assert "TOPIC_AUTHORIZATION_FAILED" in app.refused and run["not_copied"] == 0
+    assert "fence on 'primary' lifted" in steps["release"][1] and run["fence"]["lifted_at"] is not None
+    assert _denies(secured, "backup.ro-orders") == set()
+    home = read_all(secured.b, "ro-orders", PARTITIONS)  # what was there, then the application's, in order
+    for p in range(PARTITIONS):
+        assert [r.value for r in home[p]] == [v for w in (source, early, app) for _, v in w.acked[p]], p

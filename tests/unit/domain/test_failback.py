@@ -28,6 +28,7 @@ from replicator.domain.failback import (
     translate_back,
 )
 from replicator.domain.failover import StepStatus
+from replicator.domain.fence import FenceRecord, fence_acl
 from replicator.domain.offset_sync import OffsetSync, OffsetSyncWriter, kept_syncs
 from replicator.domain.resume_point import Basis, GroupCommit
 from replicator.domain.target_group import TargetOutcome
@@ -149,6 +150,16 @@ def test_status_figures_json_round_trip_and_next_steps() -> None:
     assert "It copies the 2 offsets 'primary' held that never reached 'backup'" in text
     dry = FailbackRun.new(FailbackRequest("dr", dry_run=True), "primary", "backup", T0)
     assert dry.status == FailbackStatus.DRY_RUN and "nothing was changed" in next_steps(dry)
+    fenced = dataclasses.replace(done, request=FailbackRequest("dr", fence=True, accept_bypass=True),
+                                 fence=FenceRecord("backup", (fence_acl("orders", "User:*"),), T0, (), T0))
+    assert run_from_dict(fenced.to_dict()) == fenced
+
+
+def test_a_fenced_failback_is_other_work_and_accepting_a_bypass_needs_the_fence() -> None:
+    assert not FailbackRequest("dr").same_work(FailbackRequest("dr", fence=True))
+    assert FailbackRequest("dr", accept_bypass=True).problems() == [
+        "--accept-bypass is for a fenced failback: add --fence"]
+    assert FailbackRequest("dr", fence=True, accept_bypass=True).problems() == []
 
 
 def test_two_topics_of_the_backup_feeding_one_partition_merge_without_skipping() -> None:
