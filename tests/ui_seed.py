@@ -26,6 +26,7 @@ from replicator.state.backfills import save_run as save_backfill
 from replicator.state.checkpoints import save_checkpoints
 from replicator.state.failbacks import save_run as save_failback
 from replicator.state.failovers import save_run
+from replicator.state.repository import record_data_loss, record_partition_state
 from replicator.state.sla import record_step
 from replicator.state.store import StateStore
 
@@ -58,7 +59,7 @@ def audit_report(now: dt.datetime, run_key: str = "audit-ui-1") -> AuditReport:
 
 def seed(state_url: str, now: dt.datetime) -> None:
     """One audit with findings, an SLA lag breach, two checkpoints, a failover, a failback and a backfill
-    run of ROUTE."""
+    run of ROUTE; a partition of it found stuck, another that lost records to retention."""
     ms = int(now.timestamp() * 1000)
     checkpoints = [Checkpoint("billing", TOPIC, 0, 120, REPLICA, 118, CheckpointStatus.EXACT),
                    Checkpoint("billing", TOPIC, 1, 80, REPLICA, 77, CheckpointStatus.BEHIND, 3)]
@@ -87,3 +88,5 @@ def seed(state_url: str, now: dt.datetime) -> None:
         store.run(lambda s: save_run(s, run))
         store.run(lambda s: save_failback(s, back))
         store.run(lambda s: save_backfill(s, backfill))
+        store.run(lambda s: record_partition_state(s, ROUTE, TOPIC, 2, "STUCK", "fetch position 7 still for 130 s"))
+        store.run(lambda s: record_data_loss(s, ROUTE, TOPIC, 0, (5, 9)))

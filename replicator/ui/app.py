@@ -28,9 +28,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from replicator.config import load_config
 from replicator.errors import MirrorFlowError
 from replicator.state.store import make_engine
-from replicator.ui.page import ReplicationPage, build_page, choose_route, listed_routes
+from replicator.ui.page import ReplicationPage, build_overview, build_page, choose_route, listed_routes
 from replicator.ui.page_json import page_json
-from replicator.ui.queries import has_table, page_rows, run_query
+from replicator.ui.queries import has_table, overview_rows, page_rows, run_query
 from replicator.ui.render import render_error, render_page
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,8 @@ def load_page(engine: Engine, route: str | None, topic: str | None, days: int,
         if chosen is None:
             return ReplicationPage(routes=(), route=None)
         rows, failbacks = page_rows(connection, chosen, since)
-    return build_page(routes, chosen, topic, rows, failbacks)
+        overview = build_overview(routes, overview_rows(connection))
+    return build_page(routes, chosen, topic, rows, failbacks, overview)
 
 
 def create_app(state_url: StateUrl = state_url_from_config) -> FastAPI:

@@ -15,6 +15,7 @@ from typing import Any
 
 from replicator.domain.failback import REVERSE_SUFFIX
 from replicator.domain.failover import is_application_topic
+from replicator.domain.partition_state import PartitionState
 
 Row = Mapping[str, Any]
 _LAG = re.compile(r"^lag (\d+) records")
@@ -63,12 +64,52 @@ class Lag:
 
 
 @dataclass(frozen=True, slots=True)
+class OverviewRow:
+    """One route on the overview: held by a failover, partitions in states that need a look, lag, SLA, audit."""
+
+    route: str
+    held_by_run: int | None = None
+    states: tuple[tuple[str, int], ...] = ()  # (state, partitions; topics for PAUSED) as the state DB knows them
+    lag: Lag | None = None
+    breached: tuple[str, ...] = ()  # SLA checks breached now
+    sla_checked: bool = False
+    audit: Row | None = None  # the latest audit run
+
+    @property
+    def state(self) -> str:
+        """``FAILED_OVER``, the states with counts (``STUCK 2, PAUSED 1 topic``), or ``COPYING``."""
+        if self.held_by_run is not None:
+            return f"FAILED_OVER (run {self.held_by_run})"
+        parts = [f"{name} {n}" + (" topic(s)" if name == "PAUSED" else "") for name, n in self.states]
+        return ", ".join(parts) or "COPYING"
+
+
+def build_overview(routes: Sequence[str], rows: Mapping[str, Sequence[Row]]) -> tuple[OverviewRow, ...]:
+    """Every listed route's overview row from the overview queries' rows (keyed by query name)."""
+    held = {str(r["route"]): int(r["run_id"]) for r in rows.get("overview_held", ())}
+    audits = {str(r["route"]): r for r in rows.get("overview_audits", ())}
+    states: dict[str, list[tuple[str, int]]] = {}
+    order = [s.value for s in PartitionState]
+    for r in sorted(rows.get("overview_states", ()), key=lambda r: order.index(str(r["state"]))
+                    if str(r["state"]) in order else len(order)):
+        states.setdefault(str(r["route"]), []).append((str(r["state"]), int(r["n"])))
+    sla: dict[str, list[Row]] = {}
+    for r in rows.get("overview_sla", ()):
+        sla.setdefault(str(r["route"]), []).append(r)
+    return tuple(OverviewRow(
+        route, held.get(route), tuple(states.get(route, ())), current_lag(sla.get(route, ())),
+        tuple(str(r["check"]) for r in sla.get(route, ()) if r["state"] == "breached"), route in sla,
+        audits.get(route)) for route in routes)
+
+
+@dataclass(frozen=True, slots=True)
 class ReplicationPage:
     """Everything the page shows of one route (and optionally one topic)."""
 
     routes: tuple[str, ...]
     route: str | None
     topic: str | None = None
+    overview: tuple[OverviewRow, ...] = ()
     topics: tuple[str, ...] = ()
     series: tuple[Series, ...] = ()
     audit_runs: tuple[Row, ...] = ()
@@ -168,8 +209,9 @@ def _of_topic(rows: Iterable[Row], topic: str | None) -> tuple[Row, ...]:
 
 
 def build_page(routes: Sequence[str], route: str | None, topic: str | None,
-               rows: Mapping[str, Sequence[Row]], failbacks: Sequence[Row] | None) -> ReplicationPage:
-    """The page of ``route`` from the rows of each query (keyed by query name)."""
+               rows: Mapping[str, Sequence[Row]], failbacks: Sequence[Row] | None,
+               overview: tuple[OverviewRow, ...] = ()) -> ReplicationPage:
+    """The page of ``route`` from the rows of each query (keyed by query name), after the overview of all."""
     series = build_series(rows.get("audit_series", ()))
     checkpoints = rows.get("checkpoints", ())
     topics = tuple(sorted({s.topic for s in series} | {str(r["topic"]) for r in checkpoints}
@@ -177,7 +219,7 @@ def build_page(routes: Sequence[str], route: str | None, topic: str | None,
                           | {str(r["topic"]) for r in rows.get("backfill_runs", ())}, key=topic_order))
     chosen = topic if topic in topics else None
     return ReplicationPage(
-        routes=tuple(routes), route=route, topic=chosen, topics=topics,
+        routes=tuple(routes), route=route, topic=chosen, topics=topics, overview=overview,
         series=tuple(s for s in series if chosen is None or s.topic == chosen),
         audit_runs=tuple(rows.get("audit_runs", ())),
         findings=_of_topic(rows.get("audit_findings", ()), chosen),

@@ -86,3 +86,15 @@ def page_rows(connection: Connection, route: str, since: dt.datetime) -> tuple[d
     if has_table(connection, FAILBACK_TABLE):
         failbacks = run_query(connection, "failback_runs", route=route, limit=LIMITS["failback_runs"])
     return rows, failbacks
+
+
+OVERVIEW_QUERIES = ("overview_sla", "overview_audits", "overview_held")
+PARTITION_STATE_TABLE = "mf_partition_state"  # optional too (migration 0012)
+
+
+def overview_rows(connection: Connection) -> dict[str, list[Row]]:
+    """The rows of the overview of every route (``overview_states`` only where its table exists)."""
+    rows = {name: run_query(connection, name) for name in OVERVIEW_QUERIES}
+    if has_table(connection, PARTITION_STATE_TABLE):
+        rows["overview_states"] = run_query(connection, "overview_states")
+    return rows

@@ -28,6 +28,14 @@ th{background:#f3f4f6} td.num{text-align:right;font-variant-numeric:tabular-nums
 <p class="muted">The state database holds no route yet: run <code>mirrorflow db upgrade</code>,
 a worker or an audit first.</p>
 {% else %}
+<section id="overview"><h2>All routes</h2>
+<table><tr><th>route</th><th>state</th><th>lag (records)</th><th>SLA</th><th>latest audit</th></tr>
+{% for o in page.overview %}<tr><td><a href="?{{ link(route=o.route) }}">{{ o.route }}</a></td>
+<td class="{{ 'failed' if o.held_by_run is not none or o.states else 'ok' }}">{{ o.state }}</td>
+<td class="num {{ 'breached' if o.lag and o.lag.breached }}">{{ '' if not o.lag else (o.lag.records if o.lag.records is not none else 'unknown') }}</td>
+<td class="{{ 'breached' if o.breached else ('ok' if o.sla_checked else 'muted') }}">{{ ('breached: ' ~ o.breached|join(', ')) if o.breached else ('ok' if o.sla_checked else 'not checked') }}</td>
+<td>{% if o.audit %}<span class="{{ o.audit.status }}">{{ o.audit.status }}</span> <span class="muted">{{ t(o.audit.finished_at) }}</span>{% else %}<span class="muted">never</span>{% endif %}</td></tr>{% endfor %}
+</table></section>
 <p class="nav">Route: {% for r in page.routes %}<a href="?{{ link(route=r) }}" class="{{ 'on' if r == page.route }}">{{ r }}</a>{% endfor %}</p>
 {% if page.topics %}<p class="nav">Topic: <a href="?{{ link(route=page.route) }}" class="{{ 'on' if page.topic is none }}">all</a>
 {% for t in page.topics %}<a href="?{{ link(route=page.route, topic=t) }}" class="{{ 'on' if t == page.topic }}">{{ t }}</a>{% endfor %}</p>{% endif %}

@@ -99,3 +99,21 @@ def test_backfill_runs_are_read_with_their_ranges_and_figures(state_url: str) ->
                                          {"partition": 1, "start": 0, "end": 0, "clamped": True}]
     assert run["started_at"] == NOW - dt.timedelta(minutes=50) and run["finished_at"].tzinfo is not None
     assert other_rows["backfill_runs"] == []
+
+
+def test_the_overview_holds_every_routes_states_sla_and_latest_audit(state_url: str) -> None:
+    from replicator.ui.page import build_overview
+    from replicator.ui.queries import overview_rows
+
+    seed(state_url, NOW)
+    engine = make_engine(state_url)
+    try:
+        with engine.connect() as connection:
+            rows = overview_rows(connection)
+    finally:
+        engine.dispose()
+    [row] = build_overview([ROUTE], rows)
+    assert row.state == "STUCK 1, LOST_RECORDS 1" and row.held_by_run is None
+    assert row.breached == ("lag",) and row.sla_checked and row.lag is not None and row.lag.breached
+    assert row.audit is not None and row.audit["status"] == "missing"
+    assert build_overview(["other-route"], rows)[0].state == "COPYING"

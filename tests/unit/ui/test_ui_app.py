@@ -65,7 +65,8 @@ def test_a_user_gets_the_same_data_as_json(user: TestClient) -> None:
 def test_a_user_sees_the_route_its_findings_and_its_lag(user: TestClient) -> None:
     answer = user.get(PAGE_PATH)
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
-    for shown in (ROUTE, "primary.orders", "40-41", "1234", "billing", "breach"):
+    for shown in (ROUTE, "primary.orders", "40-41", "1234", "billing", "breach", "All routes",
+                  "STUCK 1, LOST_RECORDS 1", "breached: lag"):
         assert shown in answer.text, shown
     assert "<svg" in answer.text
 

@@ -222,3 +222,17 @@ def test_the_shaping_and_drawing_modules_import_no_database_or_airflow() -> None
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         assert not {m for m in imported if m.split(".")[0] in ("sqlalchemy", "airflow", "fastapi")}, name
+
+
+def test_the_overview_says_failed_over_first_then_the_states_in_their_order() -> None:
+    from replicator.ui.page import OverviewRow, build_overview
+
+    rows = {"overview_held": [{"route": "b", "run_id": 7}],
+            "overview_states": [{"route": "a", "state": "PAUSED", "n": 1}, {"route": "a", "state": "STUCK", "n": 2},
+                                {"route": "b", "state": "FAULTED", "n": 1}],
+            "overview_sla": [{"route": "a", "check": "lag", "state": "ok", "detail": "lag 3 records (limit 10)",
+                              "checked_at": T0}]}
+    a, b, c = build_overview(["a", "b", "c"], rows)
+    assert a.state == "PAUSED 1 topic(s), STUCK 2" and a.sla_checked and a.lag is not None and a.lag.records == 3
+    assert b.state == "FAILED_OVER (run 7)" and not b.sla_checked
+    assert c == OverviewRow("c") and c.state == "COPYING"
