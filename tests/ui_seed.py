@@ -27,7 +27,7 @@ from replicator.state.checkpoints import save_checkpoints
 from replicator.state.failbacks import save_run as save_failback
 from replicator.state.failovers import save_run
 from replicator.state.repository import record_data_loss, record_partition_state
-from replicator.state.sla import record_step
+from replicator.state.sla import record_lag_samples, record_step
 from replicator.state.store import StateStore
 
 ROUTE = "primary-to-backup"
@@ -90,3 +90,5 @@ def seed(state_url: str, now: dt.datetime) -> None:
         store.run(lambda s: save_backfill(s, backfill))
         store.run(lambda s: record_partition_state(s, ROUTE, TOPIC, 2, "STUCK", "fetch position 7 still for 130 s"))
         store.run(lambda s: record_data_loss(s, ROUTE, TOPIC, 0, (5, 9)))
+        for minutes, lag in ((3, 40), (2, 1234), (1, 7)):  # the SLA DAG's samples of the topic's lag
+            store.run(lambda s, m=minutes, n=lag: record_lag_samples(s, ROUTE, ms - m * 60_000, [(TOPIC, n)]))

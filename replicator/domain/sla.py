@@ -63,6 +63,7 @@ class Observation:
     audit_missing: int = 0
     stuck: tuple[tuple[str, int], ...] = ()  # partitions the route's workers found stuck and not fetching since
     stuck_error: str | None = None
+    topic_lags: tuple[tuple[str, int], ...] = ()  # (topic, records not yet copied): kept as the lag history
 
 
 @dataclass(frozen=True, slots=True)

@@ -346,6 +346,19 @@ class SlaStateRow(Base):
     checked_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
 
 
+class LagSampleRow(Base):
+    """A topic's lag (records not yet copied, all its partitions) as one SLA check measured it: the page's lag
+    over time. Kept ``LAG_HISTORY_DAYS`` (replicator.state.sla)."""
+
+    __tablename__ = "mf_lag_sample"
+    __table_args__ = (Index("ix_mf_lag_sample_route_at", "route", "at"),)
+
+    route: Mapped[str] = mapped_column(String(200))
+    topic: Mapped[str] = mapped_column(String(249))
+    at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    lag: Mapped[int] = mapped_column(BigInteger)
+
+
 class SlaEventRow(Base):
     """A breach or recovery of a route's SLA check (the alert history); notified_at once alerted."""
 

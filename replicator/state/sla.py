@@ -10,11 +10,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from replicator.domain.sla import Check, CheckState, EventKind, RecordedEvent, SlaEvent, State
-from replicator.state.models import SlaEventRow, SlaStateRow
+from replicator.state.models import LagSampleRow, SlaEventRow, SlaStateRow
+
+LAG_HISTORY_DAYS = 7  # lag samples older than this go when new ones are stored
 
 
 def _at(ms: int) -> dt.datetime:
@@ -85,3 +87,11 @@ def sla_events(session: Session, route: str, limit: int = 50) -> list[RecordedEv
     rows = session.scalars(select(SlaEventRow).where(SlaEventRow.route == route)
                            .order_by(SlaEventRow.at.desc(), SlaEventRow.id.desc()).limit(limit))
     return [_recorded(r) for r in rows]
+
+
+def record_lag_samples(session: Session, route: str, at_ms: int, lags: Iterable[tuple[str, int]]) -> None:
+    """Store each topic's lag measured at ``at_ms``; drop the route's samples older than ``LAG_HISTORY_DAYS``."""
+    at = _at(at_ms)
+    session.add_all(LagSampleRow(route=route, topic=topic, at=at, lag=lag) for topic, lag in lags)
+    session.execute(delete(LagSampleRow).where(LagSampleRow.route == route,
+                                               LagSampleRow.at < at - dt.timedelta(days=LAG_HISTORY_DAYS)))

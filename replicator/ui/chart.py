@@ -1,4 +1,4 @@
-"""A small inline SVG line chart of a topic's audited buckets: source vs target counts (pure).
+"""Small inline SVG line charts (pure): a topic's audited buckets (source vs target counts), its lag over time.
 
 No script and no external asset: the Airflow machine may have no internet, and the
 page must render inside Airflow's iframe as it is. Every text is escaped here.
@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from html import escape
 from itertools import pairwise
 
-from replicator.ui.page import Series, format_time
+from replicator.ui.page import LagSeries, Series, format_time
 
-SOURCE_COLOR, TARGET_COLOR, MISSING_COLOR = "#2563eb", "#16a34a", "#dc2626"
+SOURCE_COLOR, TARGET_COLOR, MISSING_COLOR, LAG_COLOR = "#2563eb", "#16a34a", "#dc2626", "#9333ea"
 MAX_DOTS = 200  # beyond this many buckets, the lines alone stay readable (and the page small)
 
 
@@ -40,8 +40,8 @@ class Frame:
 
 # The source line is drawn wider, under the target's: where both counts agree (the usual case) it shows as a
 # band around the target line instead of disappearing under it.
-WIDTH = {"source": 5, "target": 2}
-OPACITY = {"source": 0.45, "target": 1.0}
+WIDTH = {"source": 5, "target": 2, "lag": 2}
+OPACITY = {"source": 0.45, "target": 1.0, "lag": 1.0}
 
 
 def runs_of_buckets(times: list[float]) -> list[range]:
@@ -112,4 +112,38 @@ def svg_chart(series: Series, frame: Frame = Frame()) -> str:
                  f'<tspan fill="{TARGET_COLOR}">— target</tspan> '
                  f'<tspan fill="{MISSING_COLOR}">▮ missing</tspan></text>')
     parts.append("</svg>")
+    return "".join(parts)
+
+
+def svg_lag_chart(series: LagSeries, frame: Frame = Frame()) -> str:
+    """An ``<svg>`` of a topic's lag (records not yet copied) at each SLA check; no line across time unmeasured."""
+    points = series.points
+    label = escape(f"{series.topic}: lag over time (records not yet copied)")
+    if not points:
+        return f'<svg role="img" aria-label="{label}" width="{frame.width}" height="40"></svg>'
+    top = max(max(lag for _, lag in points), 1)
+    first, last = points[0][0].timestamp(), points[-1][0].timestamp()
+    xs = [frame.x(at.timestamp(), first, last) for at, _ in points]
+    baseline = frame.height - frame.bottom + 14
+    parts = [
+        (f'<svg role="img" aria-label="{label}" width="{frame.width}" height="{frame.height}" '
+         f'viewBox="0 0 {frame.width} {frame.height}" xmlns="http://www.w3.org/2000/svg" font-size="11">'),
+        f"<title>{label}</title>",
+        (f'<line x1="{frame.left}" y1="{frame.y(0, top)}" x2="{frame.width - frame.right}" '
+         f'y2="{frame.y(0, top)}" stroke="#888"/>'),
+        f'<line x1="{frame.left}" y1="{frame.top}" x2="{frame.left}" y2="{frame.y(0, top)}" stroke="#888"/>',
+        f'<text x="{frame.left - 4}" y="{frame.top + 4}" text-anchor="end">{top}</text>',
+        f'<text x="{frame.left - 4}" y="{frame.y(0, top)}" text-anchor="end">0</text>',
+        _polyline(frame, xs, [lag for _, lag in points], top, LAG_COLOR, "lag",
+                  runs_of_buckets([at.timestamp() for at, _ in points])),
+        f'<text x="{frame.left}" y="{baseline}">{escape(format_time(points[0][0]))}</text>',
+    ]
+    if len(points) > 1:
+        parts.append(f'<text x="{frame.width - frame.right}" y="{baseline}" text-anchor="end">'
+                     f"{escape(format_time(points[-1][0]))}</text>")
+    else:
+        parts.append(f'<text x="{xs[0] + 8:.1f}" y="{frame.y(points[0][1], top) - 6:.1f}">one measure: '
+                     f"{points[0][1]} records</text>")
+    parts.append(f'<text x="{frame.left}" y="{baseline + 14}"><tspan fill="{LAG_COLOR}">— lag (records not yet '
+                 "copied)</tspan></text></svg>")
     return "".join(parts)

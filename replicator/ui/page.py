@@ -47,6 +47,22 @@ class Series:
 
 
 @dataclass(frozen=True, slots=True)
+class LagSeries:
+    """A topic's lag (records not yet copied) over time, oldest first, as the SLA DAG measured it."""
+
+    topic: str
+    points: tuple[tuple[dt.datetime, int], ...]
+
+
+def build_lag_series(rows: Iterable[Row]) -> tuple[LagSeries, ...]:
+    """The samples of each topic, in topic order (the applications' topics first)."""
+    by_topic: dict[str, list[tuple[dt.datetime, int]]] = {}
+    for row in rows:
+        by_topic.setdefault(str(row["topic"]), []).append((row["at"], int(row["lag"])))
+    return tuple(LagSeries(t, tuple(sorted(by_topic[t]))) for t in sorted(by_topic, key=topic_order))
+
+
+@dataclass(frozen=True, slots=True)
 class Lag:
     """The route's latest measured lag (records not yet copied), as the SLA check stored it."""
 
@@ -110,6 +126,7 @@ class ReplicationPage:
     route: str | None
     topic: str | None = None
     overview: tuple[OverviewRow, ...] = ()
+    lag_series: tuple[LagSeries, ...] = ()
     topics: tuple[str, ...] = ()
     series: tuple[Series, ...] = ()
     audit_runs: tuple[Row, ...] = ()
@@ -215,12 +232,15 @@ def build_page(routes: Sequence[str], route: str | None, topic: str | None,
     series = build_series(rows.get("audit_series", ()))
     checkpoints = rows.get("checkpoints", ())
     topics = tuple(sorted({s.topic for s in series} | {str(r["topic"]) for r in checkpoints}
+                          | {str(r["topic"]) for r in rows.get("lag_series", ())}
                           | {str(r["topic"]) for r in rows.get("audit_findings", ())}
                           | {str(r["topic"]) for r in rows.get("backfill_runs", ())}, key=topic_order))
     chosen = topic if topic in topics else None
     return ReplicationPage(
         routes=tuple(routes), route=route, topic=chosen, topics=topics, overview=overview,
         series=tuple(s for s in series if chosen is None or s.topic == chosen),
+        lag_series=tuple(s for s in build_lag_series(rows.get("lag_series", ()))
+                         if chosen is None or s.topic == chosen),
         audit_runs=tuple(rows.get("audit_runs", ())),
         findings=_of_topic(rows.get("audit_findings", ()), chosen),
         failovers=tuple(rows.get("failover_runs", ())),

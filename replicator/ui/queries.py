@@ -23,6 +23,7 @@ from replicator.state.models import Base
 QUERIES_DIR = SQL_DIR / "queries"
 FAILBACK_TABLE = "mf_failback_run"  # optional: a later migration adds it
 BACKFILL_TABLE = "mf_backfill_run"  # optional too (migration 0009)
+LAG_TABLE = "mf_lag_sample"  # optional too (migration 0013)
 TIME_PARAMS = ("since",)  # parameters bound as date-times, like the columns they are compared with
 
 Row = dict[str, Any]
@@ -72,7 +73,8 @@ def _utc(value: Any) -> Any:
 ROUTE_QUERIES = ("audit_series", "audit_runs", "audit_findings", "failover_runs", "checkpoints",
                  "sla_states", "sla_events")
 LIMITS = {"audit_series": 20000, "audit_runs": 20, "audit_findings": 200, "failover_runs": 20,
-          "failback_runs": 20, "backfill_runs": 20, "checkpoints": 500, "sla_events": 50}
+          "failback_runs": 20, "backfill_runs": 20, "checkpoints": 500, "sla_events": 50,
+          "lag_series": 50000}  # a week of one sample a minute for five topics
 
 
 def page_rows(connection: Connection, route: str, since: dt.datetime) -> tuple[dict[str, list[Row]], list[Row] | None]:
@@ -82,6 +84,9 @@ def page_rows(connection: Connection, route: str, since: dt.datetime) -> tuple[d
             for name in ROUTE_QUERIES}
     if has_table(connection, BACKFILL_TABLE):
         rows["backfill_runs"] = run_query(connection, "backfill_runs", route=route, limit=LIMITS["backfill_runs"])
+    if has_table(connection, LAG_TABLE):
+        rows["lag_series"] = run_query(connection, "lag_series", route=route, since=since,
+                                       limit=LIMITS["lag_series"])
     failbacks = None
     if has_table(connection, FAILBACK_TABLE):
         failbacks = run_query(connection, "failback_runs", route=route, limit=LIMITS["failback_runs"])

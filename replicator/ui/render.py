@@ -8,8 +8,8 @@ from urllib.parse import urlencode
 from jinja2 import DictLoader, Environment, Template, select_autoescape
 from markupsafe import Markup
 
-from replicator.ui.chart import svg_chart
-from replicator.ui.page import ReplicationPage, Series, format_seconds, format_time
+from replicator.ui.chart import svg_chart, svg_lag_chart
+from replicator.ui.page import LagSeries, ReplicationPage, Series, format_seconds, format_time
 
 _PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Replication · MirrorFlow</title>
@@ -49,6 +49,8 @@ run {{ page.held_by.status }}): its workers are refused until a failback, or aft
 {{ page.lag.records if page.lag.records is not none else 'unknown' }}</span> records not yet copied
 <span class="muted">(measured {{ t(page.lag.measured_at) }}; {{ page.lag.note }})</span></div>
 {% else %}<p class="muted">Not measured yet (the DAG mirrorflow_replication_sla measures it every minute).</p>{% endif %}
+{% if page.lag_series %}<h3>Lag over time, per topic</h3>
+{% for s in page.lag_series %}<h3>{{ s.topic }}</h3>{{ lag_chart(s) }}{% endfor %}{% endif %}
 </section>
 
 <section id="sla"><h2>SLA</h2>
@@ -115,9 +117,14 @@ def _chart(series: Series) -> Markup:
     return Markup(svg_chart(series))  # svg_chart escapes every text it writes
 
 
+def _lag_chart(series: LagSeries) -> Markup:
+    return Markup(svg_lag_chart(series))  # svg_lag_chart escapes every text it writes
+
+
 def render_page(page: ReplicationPage) -> str:
     """The whole HTML document of ``page``; every value from the database is escaped."""
-    return _template().render(page=page, link=_link, chart=_chart, t=format_time, secs=format_seconds)
+    return _template().render(page=page, link=_link, chart=_chart, lag_chart=_lag_chart, t=format_time,
+                              secs=format_seconds)
 
 
 def render_error(message: str) -> str:

@@ -101,3 +101,18 @@ def test_check_route_alerts_once_per_change_and_resends_what_failed(state_url: s
     assert [(e.event.kind, e.event.at_ms, e.notified_ms is not None) for e in events] == [
         (EventKind.RECOVERY, NOW + 4 * 60_000, True), (EventKind.BREACH, NOW + 60_000, True)]
     assert states[Check.LAG].state == State.OK and states[Check.LAG].since_ms == NOW + 4 * 60_000
+
+
+def test_lag_samples_are_kept_for_a_week_per_route(state_url: str) -> None:
+    from sqlalchemy import select
+
+    from replicator.state.models import LagSampleRow
+
+    day = 24 * 3600 * 1000
+    with StateStore(state_url) as store:
+        store.run(lambda s: repo.record_lag_samples(s, "r", 0, [("orders", 5), ("audit", 0)]))
+        store.run(lambda s: repo.record_lag_samples(s, "other", 0, [("orders", 9)]))
+        store.run(lambda s: repo.record_lag_samples(s, "r", 8 * day, [("orders", 3)]))  # the first are 8 days old
+        with store.session() as session:
+            kept = {(r.route, r.topic, r.lag) for r in session.scalars(select(LagSampleRow))}
+    assert kept == {("r", "orders", 3), ("other", "orders", 9)}

@@ -52,6 +52,7 @@ def test_a_route_page_holds_what_the_runs_recorded(state_url: str) -> None:
     assert [(r["check"], r["kind"]) for r in rows["sla_events"]] == [("lag", "breach")]
     assert [(r["group_id"], r["partition"], r["target_offset"]) for r in rows["checkpoints"]] == [
         ("billing", 0, 118), ("billing", 1, 77)]
+    assert [(r["topic"], r["lag"]) for r in rows["lag_series"]] == [(TOPIC, 40), (TOPIC, 1234), (TOPIC, 7)]
     [failover] = rows["failover_runs"]
     assert (failover["mode"], failover["status"], failover["target_cluster"]) == ("checkpoint", "done", "backup")
     assert isinstance(failover["triggered_at"], dt.datetime)

@@ -7,6 +7,7 @@ import time
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from replicator.config import Config, RouteConfig
+from replicator.domain.failover import is_application_topic
 from replicator.domain.heartbeat import heartbeat_topic, latest_heartbeat
 from replicator.domain.sla import Observation
 from replicator.errors import MirrorFlowError
@@ -77,17 +78,21 @@ def observe_route(config: Config, route: RouteConfig, at_ms: int, timeout: float
         except MirrorFlowError as exc:
             beat_error = str(exc)
     total = worst = lag_error = None
+    topics: dict[str, int] = {}
     try:
         partitions = route_status(config, route, timeout)
         total = sum(p.lag for p in partitions)
         top = max(partitions, key=lambda p: p.lag, default=None)
         worst = None if top is None else (top.topic, top.partition, top.lag)
+        for p in partitions:
+            if is_application_topic(p.topic):  # the heartbeat topic's lag is no one's data
+                topics[p.topic] = topics.get(p.topic, 0) + p.lag
     except MirrorFlowError as exc:
         lag_error = str(exc)
     run_key, status, missing = _latest_audit(config, route)
     stuck, stuck_error = _stuck(config, route)
     return Observation(route.name, at_ms, beat_ms, beat_error, total, worst, lag_error, run_key, status, missing,
-                       stuck, stuck_error)
+                       stuck, stuck_error, tuple(sorted(topics.items())))
 
 
 def _stuck(config: Config, route: RouteConfig) -> tuple[tuple[tuple[str, int], ...], str | None]:

@@ -55,6 +55,7 @@ def check_route(config: ConfigRef, route_name: str, context: Mapping[str, Any] |
         def record(session: Any) -> list[SlaEvent]:
             states, events = step(repo.check_states(session, route.name), results, route.name, at_ms)
             repo.record_step(session, states, events, at_ms)
+            repo.record_lag_samples(session, route.name, at_ms, observation.topic_lags)
             return events
 
         events = store.run(record)

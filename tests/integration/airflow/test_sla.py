@@ -106,6 +106,10 @@ def test_a_stopped_route_alerts_once_and_its_restart_recovers_once(  # type: ign
                             "order by id", (route,)).fetchall()
         states_now = dict(db.execute("select \"check\", state from mf_sla_state where route = ?", (route,)))
     assert events == [("breach", 1), ("recovery", 1)]
+    with sqlite3.connect(tmp_path / "state.db") as db:  # the page's lag over time: one sample per run and topic
+        samples = db.execute("select topic, count(*) from mf_lag_sample where route = ? group by topic",
+                             (route,)).fetchall()
+    assert samples == [(topic, 6)]
     assert states_now == {"heartbeat": "ok", "lag": "ok", "audit": "ok", "stuck": "ok"}
     worker_logs = "".join(w.output() for w in workers)
     assert TOKEN not in worker_logs

@@ -66,7 +66,8 @@ def test_a_user_sees_the_route_its_findings_and_its_lag(user: TestClient) -> Non
     answer = user.get(PAGE_PATH)
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
     for shown in (ROUTE, "primary.orders", "40-41", "1234", "billing", "breach", "All routes",
-                  "STUCK 1, LOST_RECORDS 1", "breached: lag"):
+                  "STUCK 1, LOST_RECORDS 1", "breached: lag", "Lag over time, per topic",
+                  "lag over time (records not yet copied)"):
         assert shown in answer.text, shown
     assert "<svg" in answer.text
 

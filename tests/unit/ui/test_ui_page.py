@@ -236,3 +236,18 @@ def test_the_overview_says_failed_over_first_then_the_states_in_their_order() ->
     assert a.state == "PAUSED 1 topic(s), STUCK 2" and a.sla_checked and a.lag is not None and a.lag.records == 3
     assert b.state == "FAILED_OVER (run 7)" and not b.sla_checked
     assert c == OverviewRow("c") and c.state == "COPYING"
+
+
+
+def test_a_topics_lag_over_time_is_one_escaped_line_broken_where_nothing_was_measured() -> None:
+    from replicator.ui.chart import svg_lag_chart
+    from replicator.ui.page import LagSeries, build_lag_series
+
+    minute = dt.timedelta(minutes=1)
+    rows = [{"topic": "<b>", "at": T0 + i * minute, "lag": n} for i, n in ((0, 5), (1, 9), (2, 3), (30, 4), (31, 0))]
+    [series] = build_lag_series(rows)
+    svg = svg_lag_chart(series)
+    assert "&lt;b&gt;: lag over time" in svg and "<b>" not in svg
+    assert svg.count("<polyline") == 2  # no line across the 28 minutes nobody measured
+    lone = svg_lag_chart(LagSeries("orders", ((T0, 12),)))
+    assert "one measure: 12 records" in lone
