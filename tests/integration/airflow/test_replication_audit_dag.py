@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ PARTITIONS, PER_PARTITION = 2, 30
 
 
 def test_hourly_audit_of_a_replicated_topic_is_clean(airflow_db, task_environ, primary, backup, unique_name, tmp_path,  # type: ignore[no-untyped-def]
-                                                      monkeypatch, workers) -> None:
+                                                      monkeypatch, workers, capfd) -> None:
     from airflow.dag_processing.dagbag import DagBag
     from airflow.sdk import BaseHook
     from airflow.sdk.exceptions import AirflowNotFoundException
@@ -55,6 +56,13 @@ def test_hourly_audit_of_a_replicated_topic_is_clean(airflow_db, task_environ, p
     states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
     assert run.state == "success", states
     assert states[("audit_route.audit_job", 0)] == states[("audit_route.record", 0)] == "success", states
+    # A clean audit's log holds no ERROR line (#15: Spark's shutdown errors made a clean run look broken).
+    logged = capfd.readouterr()
+    spark_errors = [line for line in (logged.out + logged.err).splitlines()
+                    if re.search(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d ERROR |RejectedExecutionException|"
+                                 r"Python worker exited unexpectedly", line)]
+    assert "INFO SparkContext: Running Spark version" in logged.out + logged.err  # Spark's log is read here
+    assert not spark_errors, spark_errors[:5]
 
     with sqlite3.connect(tmp_path / "state.db") as db:
         rows = db.execute("select run_key, status, window_start, window_end, source_records, target_records,"
