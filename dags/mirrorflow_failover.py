@@ -40,6 +40,8 @@ STEPS = ["check-source", "fence", "drain", "stop-route", "final-checkpoint", "co
 PARAMS = {
     "route": Param("", type="string", description="the route to fail over"),
     "groups": Param([], type=["null", "array"], description="only these groups (default: every checkpointed group)"),
+    "topics": Param([], type=["null", "array"],
+                    description="only these source topics (default: the whole route); the route copies the others"),
     "mode": Param("checkpoint", enum=["checkpoint", "timestamp"], description="checkpoint or timestamp"),
     "at": Param(None, type=["null", "string"], pattern=schemas.INSTANT,
                 description="mode timestamp: ISO instant consumed up to (2026-11-01T12:00:00Z)"),

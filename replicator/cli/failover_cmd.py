@@ -23,7 +23,7 @@ def run_failover(args: argparse.Namespace) -> int:
               "starts it again" if held else f"route {args.route}: not held by any failover run")
         return 0
     request = request_of(args.route, args.group, args.mode, args.at, args.margin, args.drain_timeout,
-                         args.stop_timeout, args.dry_run, args.fence, args.accept_bypass)
+                         args.stop_timeout, args.dry_run, args.fence, args.accept_bypass, args.topic)
     return run_and_print(args, lambda progress: failover_route(config, request, args.restart, progress), summary,
                          render)
 
@@ -66,6 +66,9 @@ FAILOVER = Command(
         Option("--route", required=True, metavar="NAME", help="the route to fail over"),
         Option("--group", action="append", metavar="GROUP",
                help="only this consumer group (repeatable; default: every group with a checkpoint)"),
+        Option("--topic", action="append", metavar="TOPIC",
+               help="only this source topic and its groups' positions on it (repeatable): the route copies its "
+               "other topics on; the topic stays held (failed over) until a failback or --release"),
         Option("--mode", choices=("checkpoint", "timestamp"), default="checkpoint",
                help="checkpoint: resume where the latest checkpoints say (default); timestamp: at the first "
                "record at or after --at minus --margin"),

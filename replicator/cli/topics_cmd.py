@@ -4,16 +4,12 @@ a running route's topics, no restart."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import Any
 
 from replicator.cli.commands import Command, Group, Option
 from replicator.cli.common import CONFIG, config_of
 from replicator.cli.output import table
-from replicator.errors import ClusterError, UsageError
-
-if TYPE_CHECKING:
-    from replicator.config import Config, RouteConfig
-    from replicator.domain.route_topic import RouteTopic
+from replicator.errors import UsageError
 
 
 def _route_and_topic(args: argparse.Namespace, topic_wanted: bool) -> tuple[str, str | None]:
@@ -37,7 +33,7 @@ def _route_and_topic(args: argparse.Namespace, topic_wanted: bool) -> tuple[str,
 def change_topic(args: argparse.Namespace) -> int:
     """Record the operator's wish in the state DB; workers re-read it every few seconds."""
     from replicator.domain.route_topic import AddedBy, DesiredState
-    from replicator.state.repository import register_routes, set_topic
+    from replicator.state.repository import register_routes, route_topics, set_topic
     from replicator.state.store import StateStore
 
     name, topic = _route_and_topic(args, topic_wanted=True)
@@ -47,6 +43,7 @@ def change_topic(args: argparse.Namespace) -> int:
     with StateStore(config.state.url) as store:
         with store.session() as session:
             register_routes(session, [route])
+            _refuse_failed_over(route.name, str(topic), {r.topic: r for r in route_topics(session, route.name)})
             row = set_topic(session, route.name, str(topic), desired, AddedBy.CLI)
     print(f"route {route.name}: topic {row.topic} -> {row.desired_state}")
     return 0
@@ -56,6 +53,7 @@ def pause_topic(args: argparse.Namespace) -> int:
     """Pause or resume a topic the route copies: its workers stop (or start again) fetching it within seconds,
     every other partition staying where it is; the topic stays on the route."""
     from replicator.domain.route_topic import AddedBy, DesiredState
+    from replicator.runbooks.route_scope import check_copied
     from replicator.state.repository import register_routes, route_topics, set_topic
     from replicator.state.store import StateStore
     from replicator.worker.subscription import REFRESH_SECONDS
@@ -69,7 +67,8 @@ def pause_topic(args: argparse.Namespace) -> int:
         with store.session() as session:
             register_routes(session, [route])
             rows = {r.topic: r for r in route_topics(session, route.name)}
-            _check_copied(config, route, topic, rows)
+            check_copied(config, route, [topic], rows)
+            _refuse_failed_over(route.name, topic, rows)
             row = rows.get(topic)
             if not pause and (row is None or row.desired_state != DesiredState.PAUSED):
                 print(f"route {route.name}: topic {topic} is not paused: nothing to resume")
@@ -81,32 +80,15 @@ def pause_topic(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_copied(config: Config, route: RouteConfig, topic: str, rows: dict[str, RouteTopic]) -> None:
-    """UsageError naming ``topic`` unless the route copies it (the source's topics by the route's patterns and
-    the topics added or removed by hand; the state DB's when the source does not answer)."""
-    from replicator.domain.heartbeat import heartbeat_topic
-    from replicator.domain.route_topic import AddedBy, DesiredState
-    from replicator.domain.topic_selection import select_topics
-    from replicator.kafka.admin import admin_client
-    from replicator.kafka.clients import admin_settings
-    from replicator.kafka.topics import source_partitions
+def _refuse_failed_over(route: str, topic: str, rows: dict[str, Any]) -> None:
+    """A topic a per-topic failover moved is the failover's until a failback or a release: UsageError."""
+    from replicator.domain.route_topic import DesiredState
 
-    if topic == heartbeat_topic(route.name):
-        raise UsageError(f"route {route.name}: {topic!r} is the route's heartbeat topic: pausing it would only "
-                         "raise a false SLA breach")
-    added = {t for t, r in rows.items() if r.added_by == AddedBy.CLI and r.desired_state != DesiredState.REMOVED}
-    removed = {t for t, r in rows.items() if r.desired_state == DesiredState.REMOVED}
-    try:
-        admin = admin_client(admin_settings(config.cluster(route.source).client_properties()))
-        copied = set(select_topics(source_partitions(admin), route.topic_filter, config.policy(route),
-                                   route.target, added, removed).partitions)
-        where = f"on {route.source!r}"
-    except ClusterError as exc:
-        copied = {t for t, r in rows.items() if r.desired_state != DesiredState.REMOVED}
-        where = f"known to the state DB ({route.source!r} does not answer: {exc})"
-    if topic not in copied:
-        raise UsageError(f"route {route.name} does not copy topic {topic!r}: no such topic {where} matches its "
-                         f"topics {list(route.topics)} (or was added by hand)")
+    row = rows.get(topic)
+    if row is not None and row.desired_state == DesiredState.FAILED_OVER:
+        raise UsageError(f"route {route}: topic {topic} was failed over to the route's target: its applications "
+                         "use the replica now. Fail it back, or after a drill `mirrorflow failover --route "
+                         f"{route} --release`")
 
 
 def list_topics(args: argparse.Namespace) -> int:

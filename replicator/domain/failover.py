@@ -95,6 +95,7 @@ class FailoverRequest:
     dry_run: bool = False
     fence: bool = False  # deny writes on the source topics before the drain
     accept_bypass: bool = False  # go on when records got past the fence (they count in the RPO)
+    topics: tuple[str, ...] | None = None  # only these topics (and their groups' positions); the route copies on
 
     def problems(self) -> list[str]:
         """Why the request cannot run (empty when it can)."""
@@ -122,11 +123,19 @@ class FailoverRequest:
         """True when ``other`` asks for the same failover (so it may resume this one's run)."""
         return (self.route, self.mode, self.at, self.margin_seconds, self.fence, self.accept_bypass) == (
             other.route, other.mode, other.at, other.margin_seconds, other.fence, other.accept_bypass) and \
-            _groups(self) == _groups(other)
+            _groups(self) == _groups(other) and _set(self.topics) == _set(other.topics)
+
+    def moves(self, topic: str) -> bool:
+        """True when ``topic`` moves (every topic of the route, unless the request names some)."""
+        return self.topics is None or topic in self.topics
 
 
 def _groups(request: FailoverRequest) -> frozenset[str] | None:
-    return None if request.groups is None else frozenset(request.groups)
+    return _set(request.groups)
+
+
+def _set(names: tuple[str, ...] | None) -> frozenset[str] | None:
+    return None if names is None else frozenset(names)
 
 
 def plan_steps(request: FailoverRequest, source: str, target: str, route_group: str,
@@ -142,7 +151,13 @@ def plan_steps(request: FailoverRequest, source: str, target: str, route_group: 
     else:
         fence = (skip, f"source {source!r} unreachable: nobody can write to it now; fence it (or stop its "
                        "producers) before it comes back")
-    if source_reachable:
+    if request.topics:
+        drain = (run if source_reachable else skip,
+                 f"wait up to {request.drain_timeout_seconds} s until nothing of {', '.join(request.topics)} is left "
+                 "to copy" if source_reachable else f"source {source!r} unreachable: nothing can drain; going on")
+        stop = (run, f"mark topic(s) {', '.join(request.topics)} failed over: the route's workers stop fetching them "
+                     "at their next look (every 5 s) and copy the others on")
+    elif source_reachable:
         drain = (run, f"wait up to {request.drain_timeout_seconds} s until nothing is left to copy")
         stop = (run, (f"mark the route failed over and wait up to {request.stop_timeout_seconds} s until group "
                       f"{route_group!r} on {group_cluster or source!r} has no member"))

@@ -175,7 +175,8 @@ class FailoverRun(RunSteps[Step]):
         request = FailoverRequest(req["route"], None if req["groups"] is None else tuple(req["groups"]),
                                   FailoverMode(req["mode"]), parse_time(req["at"]), req["margin_seconds"],
                                   req["drain_timeout_seconds"], req["stop_timeout_seconds"], req["dry_run"],
-                                  req["fence"], req["accept_bypass"])
+                                  req["fence"], req["accept_bypass"],
+                                  None if req.get("topics") is None else tuple(req["topics"]))
         rpo = data["rpo"]
         return cls(
             request, data["source"], data["target"], data["route_group"],
@@ -196,7 +197,8 @@ class FailoverRun(RunSteps[Step]):
 
 def next_steps(run: FailoverRun) -> str:
     """What the applications (and the operator) do now, as readable text."""
-    head = (f"Route {run.request.route} failed over from {run.source!r} to {run.target!r}"
+    moved = "" if not run.request.topics else f"Topic(s) {', '.join(run.request.topics)} of r"
+    head = (f"{moved or 'R'}oute {run.request.route} failed over from {run.source!r} to {run.target!r}"
             + ("" if run.rto_seconds is None else f" in {run.rto_seconds:.1f} s") + ".")
     if run.request.dry_run:
         head = f"Dry run of the failover of route {run.request.route}: nothing was changed."
@@ -213,9 +215,14 @@ def next_steps(run: FailoverRun) -> str:
                      "go to topics of their own, so consumers subscribe to both (the replica and the topic "
                      "of the same name).")
     ref = "" if run.run_id is None else f" (failover run {run.run_id})"
-    lines.append(f"- route {run.request.route}: stopped; `mirrorflow run` refuses it while it is failed over{ref}. "
-                 f"When {run.source!r} is back, fail back to it; after a drill, `mirrorflow failover --route "
-                 f"{run.request.route} --release` lets the route run again.")
+    if run.request.topics:
+        lines.append(f"- route {run.request.route}: copies its other topics on; {', '.join(run.request.topics)} "
+                     f"stay failed over{ref}: its workers do not fetch them. After a drill, `mirrorflow failover "
+                     f"--route {run.request.route} --release` lets them be copied again.")
+    else:
+        lines.append(f"- route {run.request.route}: stopped; `mirrorflow run` refuses it while it is failed "
+                     f"over{ref}. When {run.source!r} is back, fail back to it; after a drill, `mirrorflow failover "
+                     f"--route {run.request.route} --release` lets the route run again.")
     if run.rpo is not None:
         lines.append(f"- {run.rpo.describe()}.")
     lines += [f"- note: {note}" for note in run.notes]

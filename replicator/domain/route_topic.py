@@ -13,6 +13,10 @@ class DesiredState(StrEnum):
     REPLICATE = "replicate"
     PAUSED = "paused"
     REMOVED = "removed"
+    FAILED_OVER = "failed-over"  # moved to the target by a per-topic failover: held like a pause until released
+
+
+HELD = (DesiredState.PAUSED, DesiredState.FAILED_OVER)  # subscribed, not fetched
 
 
 class TopicStatus(StrEnum):

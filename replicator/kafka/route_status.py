@@ -137,7 +137,7 @@ def partition_states(config: Config, route: RouteConfig, rows: list[PartitionSta
     from replicator.state.route_link import StateLink
     from replicator.state.store import StateStore
 
-    def read(session: Session) -> tuple[str | None, set[str], dict[str, str], dict[tuple[str, int], Any]]:
+    def read(session: Session) -> tuple[str | None, set[str], set[str], dict[str, str], dict[tuple[str, int], Any]]:
         hold = route_hold(session, route.name)
         held = None if hold is None else (f"to {hold.target!r} by failover run {hold.run_id} since "
                                           f"{hold.stopped_at.isoformat(timespec='seconds')}")
@@ -146,18 +146,20 @@ def partition_states(config: Config, route: RouteConfig, rows: list[PartitionSta
         except ConfigError:
             topics = []
         paused = {t.topic for t in topics if t.desired_state == DesiredState.PAUSED}
+        moved = {t.topic for t in topics if t.desired_state == DesiredState.FAILED_OVER}
         recreated = {t.topic: t.status_detail for t in topics
                      if t.status_detail and "created again" in t.status_detail}
-        return held, paused, recreated, repository.partition_states(session, route.name)
+        return held, paused, moved, recreated, repository.partition_states(session, route.name)
 
     with StateStore(config.state.url) as store:
         known = StateLink(route, store).read(read)
-    held, paused, recreated, recorded = known if known is not None else (None, set(), {}, {})
+    held, paused, moved, recreated, recorded = known if known is not None else (None, set(), set(), {}, {})
     out = {}
     for s in rows:
         key = (s.topic, s.partition)
         found = recorded.get(key)
         out[key] = state_of(Facts(
-            s.lag, s.committed, held, None if found is None else (PartitionState(found[0]), found[1]),
+            s.lag, s.committed, held or ("its topic, by a per-topic failover" if s.topic in moved else None),
+            None if found is None else (PartitionState(found[0]), found[1]),
             s.topic in paused, (losses or {}).get(key, ()), recreated.get(s.topic)))
     return out

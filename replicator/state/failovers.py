@@ -58,6 +58,7 @@ def save_run(session: Session, run: FailoverRun) -> FailoverRun:
         run.finished_at
     row.abandoned_at = run.abandoned_at
     row.fence, row.accept_bypass = req.fence, req.accept_bypass
+    row.topics = None if req.topics is None else json.dumps(list(req.topics))
     row.fence_record = None if run.fence is None else json.dumps(run.fence.to_dict())
     _save_steps(row, run.steps)
     _save_offsets(row, run.commits or tuple(GroupCommit(p, TargetOutcome.PLANNED) for p in run.points),
@@ -143,7 +144,8 @@ def _to_domain(row: FailoverRunRow) -> FailoverRun:
     request = FailoverRequest(row.route, None if row.groups is None else tuple(json.loads(row.groups)),
                               FailoverMode(row.mode), _maybe(row.at), row.margin_seconds,
                               row.drain_timeout_seconds, row.stop_timeout_seconds, fence=bool(row.fence),
-                              accept_bypass=bool(row.accept_bypass))
+                              accept_bypass=bool(row.accept_bypass),
+                              topics=None if row.topics is None else tuple(json.loads(row.topics)))
     steps = tuple(StepRecord(Step(s.step), StepStatus(s.status), s.detail, s.error, _maybe(s.started_at),
                              _maybe(s.finished_at)) for s in row.steps)
     offsets = sorted(row.offsets, key=lambda o: (o.group_id, o.topic, o.partition))

@@ -279,6 +279,7 @@ class FailoverRunRow(Base):
     fence: Mapped[bool] = mapped_column(default=False)  # --fence: writes denied on the source topics first
     accept_bypass: Mapped[bool] = mapped_column(default=False)
     fence_record: Mapped[str | None] = mapped_column(Text)  # JSON: the fence raised (ACLs, bypass, lifted_at)
+    topics: Mapped[str | None] = mapped_column(Text)  # JSON list: a per-topic failover's topics; null: the route
 
     steps: Mapped[list[FailoverStepRow]] = relationship(
         back_populates="run", cascade="all, delete-orphan", passive_deletes=True, order_by="FailoverStepRow.position"

@@ -140,6 +140,24 @@ def data_losses(session: Session, route: str) -> list[tuple[str, int, int, int]]
     return [(r.topic, r.partition, r.from_offset, r.to_offset) for r in rows]
 
 
+def hold_topics(session: Session, route: RouteConfig, topics: Iterable[str]) -> None:
+    """A per-topic failover moved ``topics``: held (subscribed, not fetched) until a failback or a release."""
+    register_routes(session, [route])
+    for topic in topics:
+        known = session.scalar(select(RouteTopicRow).join(RouteRow).where(RouteRow.name == route.name,
+                                                                           RouteTopicRow.topic == topic))
+        set_topic(session, route.name, topic, DesiredState.FAILED_OVER,
+                  AddedBy.CONFIG if known is None else AddedBy(known.added_by))
+
+
+def release_topics(session: Session, route: str) -> list[str]:
+    """Let the topics a per-topic failover held be copied again; returns them."""
+    held = [t for t in route_topics(session, route) if t.desired_state == DesiredState.FAILED_OVER]
+    for t in held:
+        set_topic(session, route, t.topic, DesiredState.REPLICATE, t.added_by)
+    return [t.topic for t in held]
+
+
 def record_partition_state(session: Session, route: str, topic: str, partition: int, state: str | None,
                            detail: str | None = None) -> None:
     """What a worker found ``topic[partition]`` in (FAULTED, STUCK), since now; None: it copies it again."""

@@ -22,7 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from replicator.config import RouteConfig
-from replicator.domain.route_topic import AddedBy, DesiredState, RouteTopic, TopicStatus
+from replicator.domain.route_topic import HELD, AddedBy, DesiredState, RouteTopic, TopicStatus
 from replicator.errors import ConfigError, StateStoreError
 from replicator.state import repository, transaction_counts
 from replicator.state.outage import RETRY_SECONDS, Outage
@@ -73,12 +73,13 @@ class StateLink:
             kept = [r for r in rows if r.desired_state != DesiredState.REMOVED]
             self._manual = (frozenset(r.topic for r in kept if r.added_by == AddedBy.CLI),
                             frozenset(r.topic for r in rows if r.desired_state == DesiredState.REMOVED))
-            self._paused = frozenset(r.topic for r in rows if r.desired_state == DesiredState.PAUSED)
+            self._paused = frozenset(r.topic for r in rows if r.desired_state in HELD)
         return set(self._manual[0]), set(self._manual[1])
 
     @property
     def paused(self) -> frozenset[str]:
-        """The topics ``mirrorflow topics pause`` paused, as of the last ``manual_topics`` read."""
+        """The topics ``mirrorflow topics pause`` paused or a per-topic failover moved, as of the last
+        ``manual_topics`` read."""
         return self._paused
 
     def held(self) -> str | None:

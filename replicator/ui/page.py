@@ -96,7 +96,7 @@ class OverviewRow:
         """``FAILED_OVER``, the states with counts (``STUCK 2, PAUSED 1 topic``), or ``COPYING``."""
         if self.held_by_run is not None:
             return f"FAILED_OVER (run {self.held_by_run})"
-        parts = [f"{name} {n}" + (" topic(s)" if name == "PAUSED" else "") for name, n in self.states]
+        parts = [f"{name} {n}" + (" topic(s)" if name in ("PAUSED", "FAILED_OVER") else "") for name, n in self.states]
         return ", ".join(parts) or "COPYING"
 
 

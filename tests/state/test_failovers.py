@@ -59,7 +59,8 @@ def test_a_raised_fence_is_listed_until_it_is_lifted(state_url: str) -> None:
     fence = FenceRecord("primary", (fence_acl("orders", "User:*"),), T0)
     with StateStore(state_url) as store:
         plain = store.run(lambda s: save_run(s, _new()))
-        fenced = store.run(lambda s: save_run(s, dataclasses.replace(_new(fence=True), fence=fence)))
+        fenced = store.run(lambda s: save_run(s, dataclasses.replace(_new(fence=True, topics=("orders",)),
+                                                                     fence=fence)))
         assert store.run(lambda s: raised_fences(s, "r")) == [(fenced.run_id, fence)]
         assert plain.run_id is not None and store.run(lambda s: raised_fences(s, "other")) == []
         lifted = dataclasses.replace(fence, lifted_at=T0)
@@ -68,7 +69,7 @@ def test_a_raised_fence_is_listed_until_it_is_lifted(state_url: str) -> None:
         assert store.run(lambda s: raised_fences(s, "r")) == []
         with store.session() as session:
             loaded = load_run(session, fenced.run_id)
-        assert loaded.fence == lifted and loaded.request.fence
+        assert loaded.fence == lifted and loaded.request.fence and loaded.request.topics == ("orders",)
 
 
 def test_the_unfinished_run_is_the_one_a_rerun_resumes(state_url: str) -> None:

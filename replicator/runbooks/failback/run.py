@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pendulum
 
-from replicator.config import Config, ConfigRef, as_config
+from replicator.config import Config, ConfigRef, RouteConfig, as_config
 from replicator.domain.failback import (
     FailbackMode,
     FailbackRequest,
@@ -106,12 +106,34 @@ def start(config: Config, request: FailbackRequest, restart: bool = False, say: 
     def fresh(unfinished: FailbackRun | None) -> FailbackRun:
         _check_groups(config, route.target, request)
         if unfinished is None and _hold(config, route.name) is None:
+            moved = _moved_topics(config, route)
+            if moved:
+                raise UsageError(f"route {route.name}: only topic(s) {', '.join(moved)} were failed over (by topic): "
+                                 "a failback moves a whole route back, not yet topics one by one. Point their "
+                                 f"applications back to {route.source!r}, then `mirrorflow failover --route "
+                                 f"{route.name} --release` lets the route copy them again")
             raise UsageError(f"route {route.name} is not failed over (no failover run holds it): there is nothing "
                              f"to fail back; `mirrorflow failover --route {route.name}` moves it first")
         notes = (dry_run_note(FAILBACK, unfinished),) if unfinished is not None and request.dry_run else ()
         return replace(FailbackRun.new(request, route.source, route.target, pendulum.now("UTC")), notes=notes)
 
     return runbook_start(FAILBACK, _store(config), request, restart, fresh, say)
+
+
+def _moved_topics(config: Config, route: RouteConfig) -> list[str]:
+    """The route's topics a per-topic failover holds."""
+    from replicator.domain.route_topic import DesiredState
+    from replicator.errors import ConfigError
+    from replicator.state.repository import route_topics
+    from replicator.state.store import StateStore
+
+    with StateStore(config.state.url) as store:
+        with store.session() as session:
+            try:
+                return [t.topic for t in route_topics(session, route.name)
+                        if t.desired_state == DesiredState.FAILED_OVER]
+            except ConfigError:
+                return []
 
 
 def _hold(config: Config, route: str) -> RouteHold | None:

@@ -48,7 +48,8 @@ R = TypeVar("R", bound=Fenced)
 def fence(ctx: Ctx[FailoverRun], run: FailoverRun) -> StepResult:
     """The failover's fence: on the source, its route's topics."""
     route = ctx.route
-    done, status, detail = fence_run(ctx, run, route.source, route_topics(ctx.config, route))
+    topics = [t for t in route_topics(ctx.config, route) if run.request.moves(t)]
+    done, status, detail = fence_run(ctx, run, route.source, topics)
     return StepResult(done, status, detail)
 
 
@@ -123,7 +124,8 @@ def lift_held(config: Config, route: RouteConfig, say: Callable[[str], None], dr
     return lines
 
 
-def lift_read_only(config: Config, route: RouteConfig, dry_run: bool) -> str | None:
+def lift_read_only(config: Config, route: RouteConfig, dry_run: bool,
+                   topics: tuple[str, ...] | None = None) -> str | None:
     """Make the route's replicas writable again (``sync.read_only``): the applications write them from now on.
     What was lifted, in words (None: nothing to lift)."""
     from replicator.domain.fence import plan_fence
@@ -142,7 +144,8 @@ def lift_read_only(config: Config, route: RouteConfig, dry_run: bool) -> str | N
     with StateStore(config.state.url) as store:
         rows = store.run(lambda session: route_topics(session, route.name))
     policy = config.policy(route)
-    replicas = sorted({policy.format_remote_topic(route.source, r.topic) for r in rows})
+    replicas = sorted({policy.format_remote_topic(route.source, r.topic) for r in rows
+                       if topics is None or r.topic in topics})
     denies = [a for a in plan_fence("target", replicas, acls, route.sync.writers, everyone_if_no_acl=True,
                                     new_only=False).acls if a in acls]
     if not denies:

@@ -47,14 +47,15 @@ class FailoverFailed(RunFailed):
 
 def request_of(route: str, groups: Sequence[str] | None = None, mode: str = "checkpoint", at: str | None = None,
                margin: str | int = "60s", drain_timeout: str | int = 60, stop_timeout: str | int = 30,
-               dry_run: bool = False, fence: bool = False, accept_bypass: bool = False) -> FailoverRequest:
+               dry_run: bool = False, fence: bool = False, accept_bypass: bool = False,
+               topics: Sequence[str] | None = None) -> FailoverRequest:
     """A request from plain arguments (CLI, DAG params); UsageError naming a bad one."""
     try:
         request = FailoverRequest(
             route, tuple(dict.fromkeys(groups)) if groups else None, FailoverMode(mode),
             parse_instant(at, "--at") if at else None, parse_duration(margin, "--margin"),
             parse_duration(drain_timeout, "--drain-timeout"), parse_duration(stop_timeout, "--stop-timeout"),
-            dry_run, fence, accept_bypass)
+            dry_run, fence, accept_bypass, tuple(dict.fromkeys(topics)) if topics else None)
     except ValueError as exc:
         raise UsageError(str(exc).replace("'checkpoint'", "checkpoint")) from None
     if request.problems():
@@ -100,6 +101,7 @@ def start(config: Config, request: FailoverRequest, restart: bool = False, say: 
 
     def fresh(unfinished: FailoverRun | None) -> FailoverRun:
         notes = _check_groups(config, route, request)
+        _check_topics(config, route, request)
         _check_fence(config, route, request)
         if unfinished is not None and request.dry_run:
             notes.append(dry_run_note(FAILOVER, unfinished))
@@ -149,6 +151,21 @@ def _check_groups(config: Config, route: RouteConfig, request: FailoverRequest) 
             "unreachable: taken as given" for g in missing]
 
 
+def _check_topics(config: Config, route: RouteConfig, request: FailoverRequest) -> None:
+    """--topic: UsageError naming each topic the route does not copy (nothing changed)."""
+    from replicator.runbooks.route_scope import check_copied
+    from replicator.state.repository import register_routes, route_topics
+    from replicator.state.store import StateStore
+
+    if not request.topics:
+        return
+    with StateStore(config.state.url) as store:
+        with store.session() as session:
+            register_routes(session, [route])
+            rows = {r.topic: r for r in route_topics(session, route.name)}
+    check_copied(config, route, request.topics, rows)
+
+
 def _check_fence(config: Config, route: RouteConfig, request: FailoverRequest) -> None:
     """--fence: UsageError (exit 2, nothing changed) when the source cannot be fenced -- no authorizer, a missing
     right, a topic every principal may write while some are exempt. An unreachable source is the step's to say."""
@@ -175,10 +192,12 @@ def failover_route(config: ConfigRef, request: FailoverRequest, restart: bool = 
 
 def start_run(config: ConfigRef, route: str, groups: Sequence[str] | None = None, mode: str = "checkpoint",
               at: str | None = None, margin: str | int = "60s", drain_timeout: str | int = 60,
-              dry_run: bool = False, fence: bool = False, accept_bypass: bool = False) -> dict[str, Any]:
+              dry_run: bool = False, fence: bool = False, accept_bypass: bool = False,
+              topics: Sequence[str] | None = None) -> dict[str, Any]:
     """The DAG's first task: start or resume a run; its JSON for the next task."""
     return summary(start(as_config(config), request_of(route, groups, mode, at, margin, drain_timeout,
-                                                        dry_run=dry_run, fence=fence, accept_bypass=accept_bypass)))
+                                                        dry_run=dry_run, fence=fence, accept_bypass=accept_bypass,
+                                                        topics=topics)))
 
 
 def step_of_run(config: ConfigRef, step: str, run: dict[str, Any]) -> dict[str, Any]:
@@ -194,8 +213,16 @@ def release_route(config: ConfigRef, route: str, say: Say = log.info) -> list[in
     """Let a failed-over route run again (after a drill), its fences lifted; the ids of the runs that held it."""
     from replicator.runbooks.failover.fencing import lift_held
     from replicator.state.failover_hold import release
+    from replicator.state.repository import register_routes, release_topics
+    from replicator.state.store import StateStore
 
     loaded = as_config(config)
     lift_held(loaded, loaded.route(route), say)
+    with StateStore(loaded.state.url) as store:
+        with store.session() as session:
+            register_routes(session, [loaded.route(route)])
+            topics = release_topics(session, route)
+    if topics:
+        say(f"route {route}: topic(s) {', '.join(topics)} copied again (they were failed over by topic)")
     return release(loaded, loaded.route(route), pendulum.now("UTC"))
 

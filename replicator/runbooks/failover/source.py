@@ -51,13 +51,16 @@ def route_workers(config: Config, route: RouteConfig) -> int:
     return active_members(admin, [group], f"route {route.name}: cluster {cluster!r}")[group]
 
 
-def measure_lags(config: Config, route: RouteConfig) -> tuple[PartitionLag, ...]:
-    """Each source partition of the route: end, committed, and whether a visible record is left."""
+def measure_lags(config: Config, route: RouteConfig,
+                 topics: tuple[str, ...] | None = None) -> tuple[PartitionLag, ...]:
+    """Each source partition of the route (of ``topics`` only, when given): end, committed, and whether a visible
+    record is left."""
     try:
         statuses = route_status(config, route)
     except ConfigError as exc:  # the route's rows are missing: it never ran against this state DB
         raise UsageError(f"route {route.name}: {exc} (state.url of the config): did it ever run?") from None
-    statuses = [s for s in statuses if is_application_topic(s.topic)]  # a last heartbeat is no data lost
+    statuses = [s for s in statuses if is_application_topic(s.topic)  # a last heartbeat is no data lost
+                and (topics is None or s.topic in topics)]
     properties = config.cluster(route.source).client_properties()
     left = pending(properties, statuses)
     unstable = open_ranges(config, route.source, statuses)

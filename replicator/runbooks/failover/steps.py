@@ -26,6 +26,7 @@ from replicator.runbooks import engine
 from replicator.runbooks.context import Ctx as RunbookCtx
 from replicator.runbooks.engine import StepFailed
 from replicator.runbooks.failover import commits, fencing, points, source
+from replicator.state.store import StateStore
 from replicator.worker.subscription import REFRESH_SECONDS
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,8 @@ def drain(ctx: Ctx, run: FailoverRun) -> StepResult:
     began, timeout, told = time.monotonic(), run.request.drain_timeout_seconds, 0.0
     while True:
         try:
-            lags, workers = source.measure_lags(ctx.config, ctx.route), source.route_workers(ctx.config, ctx.route)
+            lags = source.measure_lags(ctx.config, ctx.route, run.request.topics)
+            workers = source.route_workers(ctx.config, ctx.route)
         except ClusterError as exc:
             return _source_lost(ctx, run, exc, f"while draining ({exc})")
         left = sum(lag.not_replicated for lag in lags)
@@ -119,6 +121,8 @@ def _source_lost(ctx: Ctx, run: FailoverRun, exc: ClusterError, when: str) -> St
 def stop_route(ctx: Ctx, run: FailoverRun) -> StepResult:
     """Hold the route (``mirrorflow run`` refuses it), then wait until its group has no member."""
     detail = _plan(ctx, run, Step.STOP_ROUTE)[1]
+    if run.request.topics:
+        return _stop_topics(ctx, run, detail)
     if run.request.dry_run:
         workers = source.route_workers(ctx.config, ctx.route) if run.source_reachable else None
         return StepResult(run, StepStatus.PLANNED, detail + ("" if workers is None else f"; {workers} running now"))
@@ -148,6 +152,30 @@ def stop_route(ctx: Ctx, run: FailoverRun) -> StepResult:
                                             f"{_left(lags)}")
 
 
+def _stop_topics(ctx: Ctx, run: FailoverRun, detail: str) -> StepResult:
+    """A per-topic failover: its topics marked failed over (the route's workers hold them as paused, the rest
+    copies on); once every worker has looked (two looks), their lags are the RPO."""
+    from replicator.state.repository import hold_topics
+
+    topics = run.request.topics or ()
+    if run.request.dry_run:
+        return StepResult(run, StepStatus.PLANNED, detail)
+    with StateStore(ctx.config.state.url) as store:
+        store.run(lambda session: hold_topics(session, ctx.route, topics))
+    ctx.say(f"  stop-route: topic(s) {', '.join(topics)} marked failed over: the route's workers stop fetching them "
+            f"at their next look ({REFRESH_SECONDS:g} s)")
+    if not run.source_reachable:
+        return StepResult(run, StepStatus.DONE, f"topic(s) {', '.join(topics)} marked failed over")
+    time.sleep(2 * REFRESH_SECONDS)  # every worker looked at the state DB since: none fetches them any more
+    try:
+        lags = source.measure_lags(ctx.config, ctx.route, topics)
+    except ClusterError as exc:
+        return _source_lost(ctx, run, exc, f"while stopping the topics ({exc})")
+    run = dataclasses.replace(run, lags=lags, rpo=rpo_measured(lags, pendulum.now("UTC")))
+    return StepResult(run, StepStatus.DONE, f"topic(s) {', '.join(topics)} marked failed over; the route copies "
+                                            f"its other topics on; {_left(lags)}")
+
+
 def final_checkpoint(ctx: Ctx, run: FailoverRun) -> StepResult:
     """Fix where each group resumes: a final checkpoint, the stored checkpoints, or offsets-for-times."""
     status, detail = _plan(ctx, run, Step.FINAL_CHECKPOINT)
@@ -168,6 +196,7 @@ def final_checkpoint(ctx: Ctx, run: FailoverRun) -> StepResult:
             found, status = points.stored_checkpoints(ctx.config, ctx.route, request.groups), StepStatus.SKIPPED
     else:
         found = points.stored_checkpoints(ctx.config, ctx.route, request.groups)
+    found = tuple(p for p in found if request.moves(p.topic))  # a per-topic failover moves only its topics
     missing = sorted(set(request.groups or ()) - {p.group for p in found})
     notes += [f"group {g}: no checkpoint of it on the route's topics: nothing to move" for g in missing]
     if not found:
@@ -218,7 +247,8 @@ def verify(ctx: Ctx, run: FailoverRun) -> StepResult:
 def finish(ctx: Ctx, run: FailoverRun) -> StepResult:
     """Record the end: RTO from the trigger, RPO, notes for the operator."""
     rpo = run.rpo if run.rpo is not None else rpo_from_points(run.points)
-    writable = fencing.lift_read_only(ctx.config, ctx.route, run.request.dry_run)  # sync.read_only replicas
+    writable = fencing.lift_read_only(ctx.config, ctx.route, run.request.dry_run,  # sync.read_only replicas
+                                      run.request.topics)
     if writable:
         run = dataclasses.replace(run, notes=(*run.notes, f"replicas writable again: {writable}"))
     run = dataclasses.replace(run, rpo=rpo, finished_at=None if run.request.dry_run else pendulum.now("UTC"))

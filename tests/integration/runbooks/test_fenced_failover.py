@@ -95,7 +95,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
         _grant(bootstrap, [_allow(prefix, user, op, ResourcePatternType.PREFIXED) for prefix in ("fx-", "backup.")
                            for user in ("User:app", "User:ops") for op in (AclOperation.WRITE, AclOperation.DESCRIBE)]
                + [_allow("fx-open", "User:*", AclOperation.WRITE, ResourcePatternType.LITERAL)])
-        create_topics(bootstrap, {topic: PARTITIONS for topic, _ in ROUTES.values()})
+        create_topics(bootstrap, {topic: PARTITIONS for topic, _ in ROUTES.values()} | {"pt-a": 2, "pt-b": 2})
         clusters = {"primary": {"bootstrap.servers": bootstrap}, "backup": {"bootstrap.servers":
                                                                              backup.spec.bootstrap_servers},
                     "plain": {"bootstrap.servers": backup.spec.bootstrap_servers},
@@ -109,7 +109,10 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
                    # The other way: the secured cluster as a target, its replicas read-only (the replicator,
                    # on its plaintext listener, is a super user: no writer to name).
                    {"name": "ro", "source": "backup", "target": "primary", "topics": ["ro-orders"],
-                    "sync": {"read_only": True, "grant_write": True}, "checkpoints": {"groups": ["nobody"]}}]
+                    "sync": {"read_only": True, "grant_write": True}, "checkpoints": {"groups": ["nobody"]}},
+                   # Failed over one topic at a time.
+                   {"name": "pt", "source": "primary", "target": "backup", "topics": ["pt-a", "pt-b"],
+                    "checkpoints": {"groups": ["pt-app"]}}]
         config = home / "m.yaml"
         config.write_text(json.dumps({"clusters": clusters, "routes": routes,
                                       "state": {"url": f"sqlite:///{home / 'state.db'}"}}))
@@ -351,3 +354,62 @@ def test_read_only_replicas_refuse_the_applications_until_a_failover_makes_them_
     home = read_all(secured.b, "ro-orders", PARTITIONS)  # what was there, then the application's, in order
     for p in range(PARTITIONS):
         assert [r.value for r in home[p]] == [v for w in (source, early, app) for _, v in w.acked[p]], p
+
+
+def _status(secured: Secured, route: str) -> dict[tuple[str, int], str]:
+    done = subprocess.run([MIRRORFLOW, "status", "--config", str(secured.config), "--route", route, "--json"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return {(r["topic"], r["partition"]): r["state"] for r in json.loads(done.stdout)}
+
+
+def test_one_topic_fails_over_with_its_group_while_the_route_copies_the_others(secured: Secured) -> None:
+    from tests.checkpoint_io import consume_part
+
+    worker = Worker(secured.config, "pt", log_dir=secured.home)
+    try:
+        with Writer({"bootstrap.servers": secured.p}, "pt-a") as a, Writer({"bootstrap.servers": secured.p},
+                                                                            "pt-b") as b:
+            a.wait_for_some()
+            b.wait_for_some()
+        for topic, writer in (("pt-a", a), ("pt-b", b)):
+            sent = {p: len(v) for p, v in writer.acked.items()}
+            wait_until(lambda topic=topic, sent=sent: end_offsets(secured.b, f"primary.{topic}", PARTITIONS) == sent,
+                       60, f"{topic} copied")
+        consume_part(secured.p, "pt-app", "pt-a", {0: 1, 1: 1})
+
+        unknown = _failover(secured, "--route", "pt", "--topic", "nope")
+        assert unknown.returncode == 2 and "route pt does not copy topic 'nope'" in unknown.stderr, unknown.stderr
+        moved = _failover(secured, "--route", "pt", "--topic", "pt-a", "--json")
+        assert moved.returncode == 0, moved.stdout[-3000:] + moved.stderr[-3000:]
+        run = json.loads(moved.stdout)
+        assert {c["point"]["topic"] for c in run["commits"]} == {"pt-a"} and run["rpo"]["records"] == 0
+        assert "Topic(s) pt-a of route pt failed over" in run["next_steps"]
+        assert worker.process.poll() is None  # the route runs on, for its other topic
+
+        # pt-a is held, pt-b copies on: a record of pt-a, then one of pt-b; the second arrives, the first not.
+        ends_a = end_offsets(secured.b, "primary.pt-a", PARTITIONS)
+        produce_one = Producer({"bootstrap.servers": secured.p})
+        produce_one.produce("pt-a", b"held", b"k", partition=0)
+        produce_one.produce("pt-b", b"marker", b"k", partition=0)
+        produce_one.flush(15)
+        ends_b = {p: len(v) + (p == 0) for p, v in b.acked.items()}
+        wait_until(lambda: end_offsets(secured.b, "primary.pt-b", PARTITIONS) == ends_b, 60, "the marker copied")
+        assert end_offsets(secured.b, "primary.pt-a", PARTITIONS) == ends_a
+        states = _status(secured, "pt")
+        assert {s for (t, _), s in states.items() if t == "pt-a"} == {"FAILED_OVER"}
+        assert {s for (t, _), s in states.items() if t == "pt-b"} == {"COPYING"}
+        resumed = subprocess.run([MIRRORFLOW, "topics", "resume", "--config", str(secured.config), "--route", "pt",
+                                  "--topic", "pt-a"], capture_output=True, text=True, timeout=60, check=False)
+        assert resumed.returncode == 2 and "topic pt-a was failed over" in resumed.stderr, resumed.stderr
+        back = subprocess.run([MIRRORFLOW, "failback", "--config", str(secured.config), "--route", "pt"],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert back.returncode == 2 and "only topic(s) pt-a were failed over (by topic)" in back.stderr, back.stderr
+
+        released = _failover(secured, "--route", "pt", "--release")
+        assert released.returncode == 0 and "topic(s) pt-a copied again" in released.stdout, released.stdout
+        wait_until(lambda: end_offsets(secured.b, "primary.pt-a", PARTITIONS)[0] == ends_a[0] + 1, 60,
+                   "the record held back copied once released")
+    finally:
+        if worker.process.poll() is None:
+            worker.terminate()

@@ -223,3 +223,13 @@ def test_verify_reads_back_written_and_kept_offsets() -> None:
     _, missing = verify_commits([ok, kept], {})
     assert missing == ["group a primary.orders-0: committed None, expected 5",
                        "group b primary.orders-0: committed None, expected >= 5"]
+
+
+def test_a_per_topic_failover_moves_only_its_topics_and_is_other_work() -> None:
+    request = FailoverRequest("r", topics=("orders",))
+    assert request.moves("orders") and not request.moves("payments") and FailoverRequest("r").moves("payments")
+    assert not request.same_work(FailoverRequest("r")) and request.same_work(FailoverRequest("r", topics=("orders",)))
+    plan = plan_steps(request, "primary", "backup", "g", True)
+    assert "until nothing of orders is left to copy" in plan[Step.DRAIN][1]
+    assert "mark topic(s) orders failed over" in plan[Step.STOP_ROUTE][1] and "copy the others on" in \
+        plan[Step.STOP_ROUTE][1]
