@@ -5,7 +5,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import Param, dag, task
 
-from replicator.airflow import param_schemas as schemas
+from replicator.airflow.param_schemas import OFFSETS, TIME
 
 DOC = """
 ### Backfill a topic
@@ -45,12 +45,12 @@ audit DAG). Without Airflow: `mirrorflow backfill --route R --topic T --from T1 
     params={
         "route": Param("", type="string", description="the route"),
         "topic": Param("", type="string", description="the source topic"),
-        "from": Param(None, type=["null", "string"], pattern=schemas.TIME,
+        "from": Param(None, type=["null", "string"], pattern=TIME,
                       description="range start by time (ISO 8601 like 2026-11-27T10:00:00Z, or now), included"),
-        "to": Param(None, type=["null", "string"], pattern=schemas.TIME, description="range end by time, excluded"),
-        "from_offset": Param(None, type=["null", "string"], pattern=schemas.OFFSETS,
+        "to": Param(None, type=["null", "string"], pattern=TIME, description="range end by time, excluded"),
+        "from_offset": Param(None, type=["null", "string"], pattern=OFFSETS,
                              description="range start by offsets: P=N,P=N"),
-        "to_offset": Param(None, type=["null", "string"], pattern=schemas.OFFSETS,
+        "to_offset": Param(None, type=["null", "string"], pattern=OFFSETS,
                            description="range end by offsets (default: route start)"),
         "overlap_ok": Param(False, type=["null", "boolean"], description="copy records the route copied too (twice)"),
     },

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from airflow.sdk import Param
 
-from replicator.airflow import param_schemas as schemas
+from replicator.airflow.param_schemas import DURATION, INSTANT
 
 DOC = """
 ### Failover
@@ -43,9 +43,9 @@ PARAMS = {
     "topics": Param([], type=["null", "array"],
                     description="only these source topics (default: the whole route); the route copies the others"),
     "mode": Param("checkpoint", enum=["checkpoint", "timestamp"], description="checkpoint or timestamp"),
-    "at": Param(None, type=["null", "string"], pattern=schemas.INSTANT,
+    "at": Param(None, type=["null", "string"], pattern=INSTANT,
                 description="mode timestamp: ISO instant consumed up to (2026-11-01T12:00:00Z)"),
-    "margin": Param("60s", type=["null", "string"], pattern=schemas.DURATION,
+    "margin": Param("60s", type=["null", "string"], pattern=DURATION,
                     description="mode timestamp: resume this much before `at` (60, 60s, 5m, 1h)"),
     "drain_timeout": Param(60, type=["null", "integer"], minimum=0, description="seconds to wait for the lag to drain"),
     "dry_run": Param(False, type=["null", "boolean"], description="show every step, change nothing"),

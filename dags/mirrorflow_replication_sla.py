@@ -1,5 +1,4 @@
-"""Every minute: each route's replication SLA (heartbeat age, lag, last audit, stuck partitions); red while breached,
-alerts on changes only."""
+"""Every minute: each route's SLA (heartbeat, lag, audit, stuck partitions); red while breached, alerts once."""
 
 from __future__ import annotations
 
