@@ -130,6 +130,7 @@ class Writer:
     topic: str
     acked: dict[int, list[tuple[int, bytes]]] = field(default_factory=lambda: {p: [] for p in range(PARTITIONS)})
     refused: list[str] = field(default_factory=list)
+    acked_before_refusal: dict[int, int] | None = None  # per partition: records acknowledged when the first was refused
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
 
@@ -148,7 +149,7 @@ class Writer:
 
         def delivered(error: KafkaError | None, message: object) -> None:
             if error is not None:
-                self.refused.append(error.name())
+                self._refused(error.name())
             else:
                 self.acked[message.partition()].append((message.offset(), message.value()))  # type: ignore[attr-defined]
 
@@ -159,9 +160,14 @@ class Writer:
                                  partition=n % PARTITIONS, on_delivery=delivered)
                 n += 1
             except KafkaException as exc:  # refused at once: the client knows the topic is not authorized
-                self.refused.append(exc.args[0].name())
+                self._refused(exc.args[0].name())
             producer.poll(0.02)
         producer.flush(20)
+
+    def _refused(self, name: str) -> None:
+        if self.acked_before_refusal is None:
+            self.acked_before_refusal = {p: len(v) for p, v in self.acked.items()}
+        self.refused.append(name)
 
     def wait_for_some(self) -> None:
         wait_until(lambda: all(self.acked.values()), 30, f"records acknowledged on {self.topic}")
@@ -351,9 +357,17 @@ def test_read_only_replicas_refuse_the_applications_until_a_failover_makes_them_
     assert "TOPIC_AUTHORIZATION_FAILED" in app.refused and run["not_copied"] == 0
     assert "fence on 'primary' lifted" in steps["release"][1] and run["fence"]["lifted_at"] is not None
     assert _denies(secured, "backup.ro-orders") == set()
-    home = read_all(secured.b, "ro-orders", PARTITIONS)  # what was there, then the application's, in order
+    # What was there, then every record the application got acknowledged until the fence refused it, in order
+    # (it went on writing through the failback: once the release lifted the fence, its writes succeed again
+    # on the target, as they would for an application that did not move back).
+    assert app.acked_before_refusal is not None
+    home = read_all(secured.b, "ro-orders", PARTITIONS)
     for p in range(PARTITIONS):
-        assert [r.value for r in home[p]] == [v for w in (source, early, app) for _, v in w.acked[p]], p
+        before = [v for w in (source, early) for _, v in w.acked[p]]
+        got, written = [r.value for r in home[p]], [v for _, v in app.acked[p]]
+        assert got[:len(before)] == before, p
+        brought = got[len(before):]  # the application's records, in order, at least all acknowledged before
+        assert brought == written[:len(brought)] and len(brought) >= app.acked_before_refusal[p], p
 
 
 def _status(secured: Secured, route: str) -> dict[tuple[str, int], str]:

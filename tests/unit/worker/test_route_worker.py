@@ -518,7 +518,7 @@ def test_a_partition_that_silently_stops_fetching_is_found_stuck_and_recovered(
     consumer). Nothing is lost."""
     caplog.set_level(logging.INFO, logger="replicator.worker.route_worker")
     produce(kafka["source"], 20)
-    config = route_config(kafka, stuck_after="0.5")
+    config = route_config(kafka, stuck_after="1")
     store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
     store.run(lambda session: register_routes(session, config.routes))
     seen: list[dict[tuple[str, int], tuple[str, str | None, object]]] = []
