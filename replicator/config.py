@@ -112,6 +112,14 @@ class MappingPolicy(_Frozen):
 _PRINCIPAL = r"^[A-Za-z][A-Za-z0-9_-]*:.+$"
 
 
+def _named_principals(principals: tuple[str, ...], example: str) -> tuple[str, ...]:
+    """Each a principal by name (``User:*`` names no one: an ACL for it would cover everyone)."""
+    for index, value in enumerate(principals):
+        if not re.match(_PRINCIPAL, value) or value.endswith(":*"):
+            raise KeyProblem(f"[{index}]", f"{value!r} is not a principal like {example!r}")
+    return principals
+
+
 class SyncSettings(_Frozen):
     """``routes[].sync``: how ``mirrorflow sync`` and the sync DAGs keep the target in step."""
 
@@ -134,10 +142,7 @@ class SyncSettings(_Frozen):
     @field_validator("writers", mode="after")
     @classmethod
     def _valid_writers(cls, writers: tuple[str, ...]) -> tuple[str, ...]:
-        for index, value in enumerate(writers):
-            if not re.match(_PRINCIPAL, value) or value.endswith(":*"):
-                raise KeyProblem(f"[{index}]", f"{value!r} is not a principal like 'User:mirrorflow'")
-        return writers
+        return _named_principals(writers, "User:mirrorflow")
 
     @field_validator("principals", mode="after")
     @classmethod
@@ -211,10 +216,7 @@ class FenceSettings(_Frozen):
     @field_validator("exempt", mode="after")
     @classmethod
     def _valid_principals(cls, principals: tuple[str, ...]) -> tuple[str, ...]:
-        for index, value in enumerate(principals):
-            if not re.match(_PRINCIPAL, value) or value.endswith(":*"):
-                raise KeyProblem(f"[{index}]", f"{value!r} is not a principal like 'User:admin'")
-        return principals
+        return _named_principals(principals, "User:admin")
 
 
 class RouteConfig(_Frozen):

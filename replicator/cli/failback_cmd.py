@@ -8,7 +8,7 @@ from typing import Any
 from replicator.cli.commands import Command, Option
 from replicator.cli.common import CONFIG, config_of
 from replicator.cli.output import table
-from replicator.cli.runbook_cmd import outcome, point_row, run_and_print, run_options
+from replicator.cli.runbook_cmd import fence_options, outcome, point_row, run_and_print, run_options
 
 
 def run_failback(args: argparse.Namespace) -> int:
@@ -68,12 +68,7 @@ FAILBACK = Command(
         Option("--accept-loss", action="store_true",
                help="mode resync: go on although records of the old primary never reached the target (they are "
                "deleted with its topics)"),
-        Option("--fence", action="store_true",
-               help="before the drain, deny WRITE on the backup's topics the reverse route copies to every principal "
-               "but routes[].fence.exempt (ACLs), and watch that none gets past (as failover --fence); lifted when "
-               "the route is released"),
-        Option("--accept-bypass", action="store_true",
-               help="with --fence: go on when records were written past the fence"),
+        *fence_options("the backup's topics the reverse route copies", "when the route is released"),
         *run_options("failback"),
     ),
 )

@@ -8,7 +8,7 @@ from typing import Any
 from replicator.cli.commands import Command, Option
 from replicator.cli.common import CONFIG, config_of
 from replicator.cli.output import table
-from replicator.cli.runbook_cmd import outcome, point_row, run_and_print, run_options
+from replicator.cli.runbook_cmd import fence_options, outcome, point_row, run_and_print, run_options
 
 
 def run_failover(args: argparse.Namespace) -> int:
@@ -80,12 +80,7 @@ FAILOVER = Command(
                help="wait at most this long for the route's lag to drain (default 60)"),
         Option("--stop-timeout", default="30", metavar="SECONDS",
                help="wait at most this long for the route's workers to leave its group (default 30)"),
-        Option("--fence", action="store_true",
-               help="before the drain, deny WRITE on the route's source topics to every principal but "
-               "routes[].fence.exempt (ACLs), then watch the topics' ends for routes[].fence.watch s: records "
-               "written past the fence lift it and stop the run (the route left as it was)"),
-        Option("--accept-bypass", action="store_true",
-               help="with --fence: go on when records were written past the fence (named in the run's notes)"),
+        *fence_options("the route's source topics", "by a failback or --release"),
         *run_options("failover"),
         Option("--release", action="store_true",
                help="only let the failed-over route run again (after a drill) and lift its fence; changes "

@@ -24,6 +24,18 @@ def run_options(runbook: str) -> tuple[Option, ...]:
     )
 
 
+def fence_options(where: str, lifted: str) -> tuple[Option, ...]:
+    """``--fence`` and ``--accept-bypass`` of a runbook that can fence ``where`` (lifted ``lifted``)."""
+    return (
+        Option("--fence", action="store_true",
+               help=f"before the drain, deny WRITE on {where} to every principal but routes[].fence.exempt (ACLs), "
+               "then watch their ends for routes[].fence.watch s: records written past the fence lift it and stop "
+               f"the run (the route left as it was); lifted {lifted}"),
+        Option("--accept-bypass", action="store_true",
+               help="with --fence: go on when records were written past the fence (named in the run's notes)"),
+    )
+
+
 def run_and_print(args: argparse.Namespace, run: Callable[[Callable[[str], None]], Any],
                   summary: Callable[[Any], dict[str, Any]], render: Callable[[Any], str]) -> int:
     """``run(progress)``, then the run rendered (``--json``: as JSON, progress on stderr); 0 when it is done.

@@ -72,14 +72,9 @@ def _polyline(frame: Frame, xs: list[float], values: list[int], top: int, color:
     return lines + dots
 
 
-def svg_chart(series: Series, frame: Frame = Frame()) -> str:
-    """An ``<svg>`` with the source and target count per bucket; buckets with missing records marked red."""
-    points = series.points
-    label = escape(f"{series.topic}: records per bucket, source vs target")
-    if not points:
-        return f'<svg role="img" aria-label="{label}" width="{frame.width}" height="40"></svg>'
-    top = max(max(p.source for p in points), max(p.target for p in points), 1)
-    parts = [
+def _axes(frame: Frame, label: str, top: int) -> list[str]:
+    """The opening of a chart: the ``<svg>`` with its (escaped) label, both axes, the scale from 0 to ``top``."""
+    return [
         (f'<svg role="img" aria-label="{label}" width="{frame.width}" height="{frame.height}" '
          f'viewBox="0 0 {frame.width} {frame.height}" xmlns="http://www.w3.org/2000/svg" font-size="11">'),
         f"<title>{label}</title>",
@@ -89,6 +84,16 @@ def svg_chart(series: Series, frame: Frame = Frame()) -> str:
         f'<text x="{frame.left - 4}" y="{frame.top + 4}" text-anchor="end">{top}</text>',
         f'<text x="{frame.left - 4}" y="{frame.y(0, top)}" text-anchor="end">0</text>',
     ]
+
+
+def svg_chart(series: Series, frame: Frame = Frame()) -> str:
+    """An ``<svg>`` with the source and target count per bucket; buckets with missing records marked red."""
+    points = series.points
+    label = escape(f"{series.topic}: records per bucket, source vs target")
+    if not points:
+        return f'<svg role="img" aria-label="{label}" width="{frame.width}" height="40"></svg>'
+    top = max(max(p.source for p in points), max(p.target for p in points), 1)
+    parts = _axes(frame, label, top)
     first, last = points[0].at.timestamp(), points[-1].at.timestamp()
     xs = [frame.x(p.at.timestamp(), first, last) for p in points]
     for x, p in zip(xs, points, strict=True):
@@ -126,14 +131,7 @@ def svg_lag_chart(series: LagSeries, frame: Frame = Frame()) -> str:
     xs = [frame.x(at.timestamp(), first, last) for at, _ in points]
     baseline = frame.height - frame.bottom + 14
     parts = [
-        (f'<svg role="img" aria-label="{label}" width="{frame.width}" height="{frame.height}" '
-         f'viewBox="0 0 {frame.width} {frame.height}" xmlns="http://www.w3.org/2000/svg" font-size="11">'),
-        f"<title>{label}</title>",
-        (f'<line x1="{frame.left}" y1="{frame.y(0, top)}" x2="{frame.width - frame.right}" '
-         f'y2="{frame.y(0, top)}" stroke="#888"/>'),
-        f'<line x1="{frame.left}" y1="{frame.top}" x2="{frame.left}" y2="{frame.y(0, top)}" stroke="#888"/>',
-        f'<text x="{frame.left - 4}" y="{frame.top + 4}" text-anchor="end">{top}</text>',
-        f'<text x="{frame.left - 4}" y="{frame.y(0, top)}" text-anchor="end">0</text>',
+        *_axes(frame, label, top),
         _polyline(frame, xs, [lag for _, lag in points], top, LAG_COLOR, "lag",
                   runs_of_buckets([at.timestamp() for at, _ in points])),
         f'<text x="{frame.left}" y="{baseline}">{escape(format_time(points[0][0]))}</text>',
