@@ -54,6 +54,7 @@ class FakeConsumer:
         self.paused: set[TP] = set()
         self.stuck: set[TP] = set()  # after a failed reset: seek refused until assigned again
         self.silenced: dict[TP, bool] = {}  # fetched no more, without a word -> whether a seek cures it
+        self.deaf = False  # no answer from its cluster any more, though the cluster answers other clients
         # librdkafka resolves a logical offset given to assign (OFFSET_BEGINNING/END) by a query answered
         # later; a seek before the answer makes it outdated, and librdkafka (<= 2.16, rdkafka_partition.c,
         # "outdated offset response") then asks again and applies that answer over the seek.
@@ -188,6 +189,12 @@ class FakeConsumer:
         ``seek_cures``) or a consumer is assigned it again."""
         self.silenced[(topic, partition)] = seek_cures
 
+    def deafen(self) -> None:
+        """This client no longer getting answers from a cluster that answers every other client (seen with
+        exactly-once after a clean restart of the source broker): it fetches nothing and says nothing, and
+        reading committed offsets times out. Seeks do not cure it; a new consumer works."""
+        self.deaf = True
+
     def drift(self, topic: str, partition: int, offset: int) -> None:
         """librdkafka moving an assigned partition's fetch position on its own, with no seek of the
         application (seen in chaos runs: records already copied came again from the log start)."""
@@ -233,7 +240,7 @@ class FakeConsumer:
         out: list[FakeMessage] = []
         for key in sorted(self.positions):
             position = self.positions[key]
-            if limit - len(out) <= 0 or key in self.paused or key in self.silenced or position is None:
+            if limit - len(out) <= 0 or key in self.paused or key in self.silenced or position is None or self.deaf:
                 continue
             log = self.cluster.log(*key) if key[0] in self.cluster.topics else None
             if log is None:
@@ -267,6 +274,9 @@ class FakeConsumer:
         """The group's committed offsets (with their metadata). Offsets an open transaction holds are waited
         for (Kafka's require_stable): a timeout, retriable, until that transaction ends."""
         self.cluster.check_reachable("committed", self.process)
+        if self.deaf:
+            time.sleep(0.05)
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get committed offsets: Local: Timed out"))
         if any(self.cluster.transactions.pending(self.group.group_id, (tp.topic, tp.partition)) for tp in partitions):
             time.sleep(0.01)
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "fake committed: UNSTABLE_OFFSET_COMMIT "

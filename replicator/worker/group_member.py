@@ -57,6 +57,7 @@ class GroupMember(ABC):
     failure: str | None
     unsafe: bool
     _retry_at: float
+    placing_failed_since: float | None  # placing has failed since then (None: it works)
     id_held_since: float | None
     worker_id: str | None
     _rejoin_at: float | None
@@ -136,6 +137,11 @@ class GroupMember(ABC):
         self._consumer = self._new_consumer()
         self._subscribe(sorted(self.subscription.partitions))
 
+    def _renew_clients(self, reason: str) -> None:
+        """New clients for the clients that stopped getting answers: here the source consumer (the group
+        member); an exactly-once worker renews its positions group's member too."""
+        self._renew_consumer(reason)
+
     def _renew_after_recreation(self) -> None:
         """librdkafka keeps the leader epochs of a deleted topic and may never fetch the topic created again
         under its name (its epochs start at 0 again: after broker restarts they are lower, and the metadata
@@ -158,10 +164,10 @@ class GroupMember(ABC):
             placed = self.positioner.place(consumer, [TopicPartition(t, p) for t, p in keys], ids,
                                            self.subscription.watermarks, self._committed_reader())
         except (ClusterError, KafkaException) as exc:
-            self.links.trouble("placing assigned partitions", exc)
-            self._retry_at = time.monotonic() + self.timeouts.retry
+            self._placing_failed(exc)
             return
         self.links.clear("placing assigned partitions")
+        self.placing_failed_since = None
         self.failure = self.failure or self.positioner.failure
         started = [tp for tp in placed if self._start(consumer, tp, ids)]
         if started and self.id_held_since is not None:
@@ -180,6 +186,14 @@ class GroupMember(ABC):
             metrics.ASSIGNED.labels(self.route.name).set(len(self.inflight.ledgers))
             log.info("placed route=%s partitions=%s", self.route.name,
                      ",".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in started))
+
+    def _placing_failed(self, exc: Exception) -> None:
+        """Placing failed: said once, tried again shortly; since when it fails is kept (see ``_watch_placing``)."""
+        self.links.trouble("placing assigned partitions", exc)
+        now = time.monotonic()
+        self._retry_at = now + self.timeouts.retry
+        if self.placing_failed_since is None:
+            self.placing_failed_since = now
 
     def _may_fetch(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         """Those of ``partitions`` whose topic the operator has not paused."""
@@ -223,8 +237,7 @@ class GroupMember(ABC):
         try:
             self._fetch_from(consumer, tp)
         except KafkaException as exc:
-            self.links.trouble("placing assigned partitions", exc)
-            self._retry_at = time.monotonic() + self.timeouts.retry
+            self._placing_failed(exc)
             return False
         self.unplaced.discard(key)
         self.inflight.open(key, tp.offset if tp.offset >= 0 else None)
@@ -296,7 +309,7 @@ class GroupMember(ABC):
                         "copies them again (duplicates, no loss) route=%s partitions=%d records=%d",
                         self.route.name, len(keys), unsettled)
 
-    def _start_over(self, only: set[TP] | None = None) -> None:
+    def _start_over(self, only: set[TP] | None = None, why: str | None = None) -> None:
         """Copy owned partitions again from their last acknowledged record: commit what was acknowledged,
         forget what is in flight, place them afresh. All of them when the producer they went to is replaced
         (its reports never come); else ``only`` these, whose later reports still come and settle retired

@@ -71,6 +71,10 @@ NOT_THERE = (KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC)
 # queued for a deleted (or re-created) topic, purged with _DESTROY. Copied again once the topic is back. (The
 # records of a producer we replace are purged too, but its reports are never served: see stall.discard.)
 NOT_WRITTEN = (*NOT_THERE, KafkaError._DESTROY)
+# Placing failing this long (or ``stuck_after``, if shorter) while both clusters answer: the client is at fault,
+# renewed. A consumer assigned its partitions can stop getting answers after a broker restart until it is made
+# anew (librdkafka #5153, open; seen here with exactly-once after a clean restart of the source broker).
+PLACING_GIVE_UP_S = 60.0
 
 
 class RouteFailed(MirrorFlowError):
@@ -129,6 +133,7 @@ class RouteWorker(GroupMember):
         self.dead_letters = DeadLetterWriter(config, route, clients) if dead_letter else None
         self.links = Links(route)
         self._retry_at = 0.0
+        self.placing_failed_since: float | None = None
         self._paused_at: float | None = None  # since when a full queue pauses the source
         self._pause_reported = False
         self._consumer: Consumer | None = None
@@ -179,7 +184,7 @@ class RouteWorker(GroupMember):
             if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:
                 self._rejoin()
             if self.subscription.due():
-                self.subscription.start_look(sorted(self.inflight.ledgers))
+                self.subscription.start_look(sorted(set(self.inflight.ledgers) | self.unplaced))
             if (look := self.subscription.finished_look()) is not None:
                 self._resubscribe(look)
             if (self.unplaced or self.resets) and time.monotonic() >= self._retry_at:
@@ -231,6 +236,8 @@ class RouteWorker(GroupMember):
         ``stuck_after`` s though nothing holds them (see domain.stuck): placed again, or given back."""
         # Every owned partition is looked at: one whose end this look could not read (a source away) is watched
         # afresh, or a source back after minutes would find every partition "stuck" since before it went.
+        if self._watch_placing(ends):
+            return
         owned = [TopicPartition(*key) for key in sorted(self.inflight.ledgers)]
         if not owned or self._consumer is None:
             return
@@ -259,9 +266,27 @@ class RouteWorker(GroupMember):
                 (reseek.add(key) if event.remedy == Remedy.RESEEK else rejoin.append(key))
         metrics.STUCK_NOW.labels(self.route.name).set(len(self.stuck_watch.stuck()))
         if rejoin:
-            self._renew_consumer(f"partitions stuck after a re-seek: {', '.join(f'{t}[{p}]' for t, p in rejoin)}")
+            self._renew_clients(f"partitions stuck after a re-seek: {', '.join(f'{t}[{p}]' for t, p in rejoin)}")
         elif reseek:
-            self._start_over(reseek)
+            self._start_over(reseek, "partitions stuck: placing them again from the committed positions")
+
+    def _watch_placing(self, ends: dict[TP, int]) -> bool:
+        """Placing that has failed for ``stuck_after`` s (at most PLACING_GIVE_UP_S), both clusters answering
+        (this look read the source's ends of those partitions): the clients no longer get the answers the
+        clusters give others: new clients. True when renewed."""
+        since = self.placing_failed_since
+        if since is None or self._consumer is None:
+            return False
+        now = time.monotonic()
+        if self.links.down or not any(key in ends for key in self.unplaced):
+            self.placing_failed_since = now  # a cluster away explains it: watched afresh once both answer
+            return False
+        if now - since < min(self.route.stuck_after, PLACING_GIVE_UP_S):
+            return False
+        self.placing_failed_since = None
+        metrics.STUCK.labels(self.route.name, Remedy.REJOIN.value).inc()
+        self._renew_clients(f"placing partitions has failed for {now - since:.0f} s while both clusters answer")
+        return True
 
     def _share_limit(self) -> None:
         """This worker's part of the route's rate limit, by its share of the route's partitions."""

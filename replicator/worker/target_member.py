@@ -120,6 +120,12 @@ class TargetMember(RouteWorker):
         self._sources.clear()
         self._subscribe(sorted(self.subscription.partitions))
 
+    def _renew_clients(self, reason: str) -> None:
+        """A new source consumer and a new member of the positions group (either may be the one that stopped
+        getting answers: placing reads positions through both): every partition is given and placed again."""
+        self._renew_consumer(reason)
+        self._rejoin()
+
     def _renew_consumer(self, reason: str | None) -> None:
         """A new source consumer (a recreated topic, say): what is open is aborted, and every owned partition
         is placed again from its committed position (the target partitions stay this worker's)."""

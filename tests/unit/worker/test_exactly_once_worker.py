@@ -508,3 +508,27 @@ def test_a_poll_that_fails_without_an_error_replaces_the_producer(kafka: FakeKaf
     assert worker.finish() is None
     assert_exactly_once(kafka)
     assert len(kafka.producers["a"]) > 1, "the producer was not replaced"
+
+
+def test_a_source_consumer_that_gets_no_more_answers_is_replaced_with_the_member_and_nothing_repeats(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the exactly-once chaos run (seed 5, a clean restart of the source broker): two workers' source
+    consumers fetched nothing more and reading positions timed out; the stuck watch placed the partitions again,
+    placing failed for minutes, and the route stalled. Now placing that fails for ``stuck_after`` s while both
+    clusters answer gets a new source consumer and a new member of the positions group."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    produce(kafka["source"], 20)
+    worker = eos_worker(kafka, "a", stuck_after="1")
+    wait_until(lambda: all_visible(kafka, 20) and positions_at(kafka, 20), what="the first copy", alive=(worker,))
+    deaf, member = worker.worker.consumer, worker.worker._member
+    deaf.deafen()  # type: ignore[attr-defined]
+    produce(kafka["source"], 30, start=20)
+    wait_until(lambda: all_visible(kafka, 50) and positions_at(kafka, 50), timeout=30,
+               what="the copy by new clients", alive=(worker,))
+    said = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("partition stuck") and "placing it again" in m for m in said), said
+    renewed = [m for m in said if m.startswith("source consumer renewed")]
+    assert len(renewed) == 1 and "placing partitions has failed for" in renewed[0], said
+    assert worker.worker.consumer is not deaf and worker.worker._member is not member
+    assert worker.finish() is None
+    assert_exactly_once(kafka)

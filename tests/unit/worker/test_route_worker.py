@@ -545,3 +545,28 @@ def test_a_partition_that_silently_stops_fetching_is_found_stuck_and_recovered(
     store.close()
     assert_nothing_lost(kafka)
     assert committed(kafka) == {p: 50 for p in range(PARTITIONS)}
+
+
+def test_a_consumer_that_gets_no_more_answers_is_replaced_once_placing_has_failed_for_stuck_after(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the exactly-once chaos run (seed 5, a clean restart of the source broker): the consumer fetched
+    nothing more and reading committed offsets timed out, while the source answered every other client. The
+    stuck watch placed the partitions again, placing failed, and nothing escalated: the route stalled for good.
+    Placing that fails for ``stuck_after`` s while both clusters answer now gets new clients."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    produce(kafka["source"], 20)
+    worker = WorkerThread(kafka, "a", route_config(kafka, stuck_after="1"))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    deaf = worker.worker.consumer
+    deaf.deafen()  # type: ignore[attr-defined]
+    produce(kafka["source"], 30, start=20)
+    wait_until(lambda: all_copied(kafka), timeout=30, what="the copy by a new consumer", alive=(worker,))
+    said = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("partition stuck") and "placing it again" in m for m in said), said
+    assert any(m.startswith("placing assigned partitions failed") and "Timed out" in m for m in said), said
+    renewed = [m for m in said if m.startswith("source consumer renewed")]
+    assert len(renewed) == 1 and "placing partitions has failed for" in renewed[0], said
+    assert worker.worker.consumer is not deaf
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+    assert committed(kafka) == {p: 50 for p in range(PARTITIONS)}
