@@ -21,12 +21,13 @@ from replicator.domain.failover import FailoverRequest, Step, StepRecord, StepSt
 from replicator.domain.failover_run import FailoverRun
 from replicator.domain.offset_ranges import to_ranges
 from replicator.domain.sla import Check, CheckState, EventKind, SlaEvent, State
+from replicator.domain.sync_run import Outcome, SyncChange, SyncRun
 from replicator.state.audits import record_audit
 from replicator.state.backfills import save_run as save_backfill
 from replicator.state.checkpoints import save_checkpoints
 from replicator.state.failbacks import save_run as save_failback
 from replicator.state.failovers import save_run
-from replicator.state.repository import record_data_loss, record_partition_state
+from replicator.state.repository import record_data_loss, record_owner, record_partition_state, record_sync_run
 from replicator.state.sla import record_lag_samples, record_step
 from replicator.state.store import StateStore
 
@@ -90,5 +91,12 @@ def seed(state_url: str, now: dt.datetime) -> None:
         store.run(lambda s: save_backfill(s, backfill))
         store.run(lambda s: record_partition_state(s, ROUTE, TOPIC, 2, "STUCK", "fetch position 7 still for 130 s"))
         store.run(lambda s: record_data_loss(s, ROUTE, TOPIC, 0, (5, 9)))
+        store.run(lambda s: record_owner(s, ROUTE, "w1@host-a:4242", [(TOPIC, 0), (TOPIC, 1), (TOPIC, 3)]))
+        store.run(lambda s: record_owner(s, ROUTE, "w2@host-b:77", [(TOPIC, 2)]))
+        store.run(lambda s: record_sync_run(s, SyncRun(ROUTE, "metadata", now - dt.timedelta(minutes=4),
+                                                       now - dt.timedelta(minutes=4), (
+            SyncChange("config", REPLICA, "retention.ms: 86400000 -> 604800000", Outcome.APPLIED),
+            SyncChange("acl", REPLICA, "+ ALLOW User:reader READ", Outcome.FAILED, "CLUSTER_AUTHORIZATION_FAILED"),
+        ))))
         for minutes, lag in ((3, 40), (2, 1234), (1, 7)):  # the SLA DAG's samples of the topic's lag
             store.run(lambda s, m=minutes, n=lag: record_lag_samples(s, ROUTE, ms - m * 60_000, [(TOPIC, n)]))

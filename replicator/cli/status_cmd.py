@@ -18,7 +18,13 @@ if TYPE_CHECKING:
 def show_status(args: argparse.Namespace) -> int:
     """Print the routes' partitions (with what retention deleted before they were copied), and each exactly-once
     route's transactions; exit 0 even when lagging (it is a report, not a check)."""
-    from replicator.kafka.route_status import partition_states, retention_losses, route_status, transaction_totals
+    from replicator.kafka.route_status import (
+        partition_owners,
+        partition_states,
+        retention_losses,
+        route_status,
+        transaction_totals,
+    )
 
     config = config_of(args)
     routes = routes_of(config, args.route)
@@ -28,16 +34,18 @@ def show_status(args: argparse.Namespace) -> int:
     states = {(route.name, *key): state for route in routes
               for key, state in partition_states(config, route, by_route[route.name], losses[route.name]).items()}
     totals = {route.name: transaction_totals(config, route) for route in routes if route.guarantee == "exactly-once"}
+    owners = {(route.name, *key): worker for route in routes for key, worker in partition_owners(config, route).items()}
     if args.json:
         print(as_json([{**dataclasses.asdict(s), "lag": s.lag, "state": states[(s.route, s.topic, s.partition)][0],
-                        "state_detail": states[(s.route, s.topic, s.partition)][1], **_losses_json(losses, s),
+                        "state_detail": states[(s.route, s.topic, s.partition)][1],
+                        "worker": owners.get((s.route, s.topic, s.partition)), **_losses_json(losses, s),
                         **_transactions_json(totals, s.route)} for s in rows]))
         return 0
     print(table(
-        ["route", "guarantee", "topic", "partition", "state", "source end", "committed", "lag",
+        ["route", "guarantee", "topic", "partition", "state", "worker", "source end", "committed", "lag",
          "last replicated (UTC)", "lost to retention"],
         [[s.route, s.guarantee, s.topic, s.partition, states[(s.route, s.topic, s.partition)][0].value,
-          s.end_offset, s.committed, s.lag,
+          owners.get((s.route, s.topic, s.partition)), s.end_offset, s.committed, s.lag,
           s.last_replicated.strftime("%Y-%m-%d %H:%M:%S") if s.last_replicated else None, _lost(losses, s)]
          for s in rows],
     ))

@@ -126,6 +126,17 @@ def _stored_at(metadata: str | None) -> dt.datetime | None:
     return None if millis is None else dt.datetime.fromtimestamp(millis / 1000, tz=dt.UTC)
 
 
+def partition_owners(config: Config, route: RouteConfig) -> dict[tuple[str, int], str]:
+    """(topic, partition) -> the running worker that placed it (empty when none, or the state DB is away)."""
+    from replicator.state import repository
+    from replicator.state.route_link import StateLink
+    from replicator.state.store import StateStore
+
+    with StateStore(config.state.url) as store:
+        found = StateLink(route, store).read(lambda session: repository.partition_owners(session, route.name))
+    return {key: worker for key, (worker, _) in (found or {}).items()}
+
+
 def partition_states(config: Config, route: RouteConfig, rows: list[PartitionStatus],
                      losses: dict[tuple[str, int], list[tuple[int, int]]] | None
                      ) -> dict[tuple[str, int], tuple[PartitionState, str | None]]:

@@ -106,6 +106,20 @@ class DataLossRow(Base):
     detected_at: Mapped[dt.datetime] = _now()
 
 
+class PartitionOwnerRow(Base):
+    """The worker that placed a partition last: its owner while that worker runs (a worker that stops deletes
+    its rows; one that crashed is replaced by the next worker the group gives the partition)."""
+
+    __tablename__ = "mf_partition_owner"
+    __table_args__ = (UniqueConstraint("route", "topic", "partition", name="uq_mf_partition_owner_partition"),)
+
+    route: Mapped[str] = mapped_column(String(200), index=True)
+    topic: Mapped[str] = mapped_column(String(249))
+    partition: Mapped[int] = mapped_column()
+    worker: Mapped[str] = mapped_column(String(300))
+    since: Mapped[dt.datetime] = _now()
+
+
 class PartitionStateRow(Base):
     """A state a worker found a partition in (FAULTED, STUCK) and its detail, until it copies it again."""
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from sqlalchemy import delete, func, select, tuple_
 from sqlalchemy.orm import Session
@@ -14,6 +14,7 @@ from replicator.domain.sync_run import Outcome, SyncChange, SyncRun
 from replicator.errors import ConfigError
 from replicator.state.models import (
     DataLossRow,
+    PartitionOwnerRow,
     PartitionStateRow,
     RouteRow,
     RouteTopicRow,
@@ -150,9 +151,10 @@ def hold_topics(session: Session, route: RouteConfig, topics: Iterable[str]) -> 
                   AddedBy.CONFIG if known is None else AddedBy(known.added_by))
 
 
-def release_topics(session: Session, route: str) -> list[str]:
-    """Let the topics a per-topic failover held be copied again; returns them."""
-    held = [t for t in route_topics(session, route) if t.desired_state == DesiredState.FAILED_OVER]
+def release_topics(session: Session, route: str, only: Collection[str] | None = None) -> list[str]:
+    """Let the topics a per-topic failover held (of ``only``, when given) be copied again; returns them."""
+    held = [t for t in route_topics(session, route) if t.desired_state == DesiredState.FAILED_OVER
+            and (only is None or t.topic in only)]
     for t in held:
         set_topic(session, route, t.topic, DesiredState.REPLICATE, t.added_by)
     return [t.topic for t in held]
@@ -181,6 +183,29 @@ def clear_partition_states(session: Session, route: str, partitions: Iterable[tu
         session.execute(delete(PartitionStateRow).where(
             PartitionStateRow.route == route,
             tuple_(PartitionStateRow.topic, PartitionStateRow.partition).in_(keys[start:start + 500])))
+
+
+def record_owner(session: Session, route: str, worker: str, partitions: Iterable[tuple[str, int]]) -> None:
+    """``worker`` placed these partitions: their owner from now (500 partitions a statement)."""
+    keys = sorted(set(partitions))
+    for start in range(0, len(keys), 500):
+        batch = keys[start:start + 500]
+        session.execute(delete(PartitionOwnerRow).where(
+            PartitionOwnerRow.route == route, tuple_(PartitionOwnerRow.topic, PartitionOwnerRow.partition).in_(batch)))
+        session.add_all(PartitionOwnerRow(route=route, topic=t, partition=p, worker=worker) for t, p in batch)
+        session.flush()
+
+
+def forget_owner(session: Session, route: str, worker: str) -> None:
+    """``worker`` stopped: it owns nothing of the route any more (rows another worker took are left alone)."""
+    session.execute(delete(PartitionOwnerRow).where(PartitionOwnerRow.route == route,
+                                                    PartitionOwnerRow.worker == worker))
+
+
+def partition_owners(session: Session, route: str) -> dict[tuple[str, int], tuple[str, dt.datetime]]:
+    """(topic, partition) -> (worker, since) of the route's partitions a running worker placed."""
+    rows = session.scalars(select(PartitionOwnerRow).where(PartitionOwnerRow.route == route))
+    return {(r.topic, r.partition): (r.worker, utc(r.since)) for r in rows}
 
 
 def partition_states(session: Session, route: str) -> dict[tuple[str, int], tuple[str, str | None, dt.datetime]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -56,6 +56,7 @@ class StateLink:
         # The worker's topic refresh reads and writes from a thread of its own, the loop writes losses: one at
         # a time, so kept writes are stored once each and in order.
         self._lock = threading.RLock()
+        self.worker: str | None = None  # the worker's name, recorded as the owner of what it places
 
     def manual_topics(self) -> tuple[set[str], set[str]]:
         """Topics added and removed by ``mirrorflow topics`` (a paused one stays subscribed: see ``paused``).
@@ -115,10 +116,17 @@ class StateLink:
                            lambda session: repository.record_partition_state(
                                session, self.route.name, topic, partition, state, detail)))
 
-    def placed(self, partitions: list[tuple[str, int]]) -> None:
-        """The worker placed these partitions afresh: what it found them in before is over."""
-        self._write(_Write(f"placed partitions={len(partitions)}", lambda session: repository.clear_partition_states(
-            session, self.route.name, partitions)))
+    def placed(self, partitions: list[tuple[str, int]], keep_state: Collection[tuple[str, int]] = ()) -> None:
+        """The worker placed these partitions afresh: it owns them, and what it found them in before is over
+        (but for ``keep_state``: stuck ones it placed again stay so until they fetch)."""
+        cleared = [key for key in partitions if key not in keep_state]
+
+        def work(session: Session) -> None:
+            repository.clear_partition_states(session, self.route.name, cleared)
+            if self.worker is not None:
+                repository.record_owner(session, self.route.name, self.worker, partitions)
+
+        self._write(_Write(f"placed partitions={len(partitions)}", work))
 
     def data_losses(self) -> list[tuple[str, int, int, int]] | None:
         """(topic, partition, from, to) of each range retention deleted before the route copied it, oldest first
@@ -136,8 +144,13 @@ class StateLink:
         self._counts = counts  # one reference: no lock, the latest wins
 
     def close(self) -> None:
-        """Ask the DB once more for the writes still kept; log, as an error, those that never reached it."""
+        """The worker stops: it owns nothing more. Ask the DB once more for the writes still kept; log, as an
+        error, those that never reached it."""
         with self._lock:
+            if self.worker is not None and self._store is not None:
+                worker = self.worker
+                self._kept.append(_Write(f"stopped worker={worker}", lambda session: repository.forget_owner(
+                    session, self.route.name, worker)))
             self._close()
 
     def _close(self) -> None:

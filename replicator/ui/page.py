@@ -119,6 +119,67 @@ def build_overview(routes: Sequence[str], rows: Mapping[str, Sequence[Row]]) -> 
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerRow:
+    """A running worker of the route and the partitions it placed (``orders[0-3], audit[1]``)."""
+
+    worker: str
+    partitions: str
+    count: int
+    since: dt.datetime | None  # its earliest placement still standing
+
+
+def compact_partitions(keys: Iterable[tuple[str, int]]) -> str:
+    """``orders[0-3,5], audit[1]``: each topic's partitions, runs of consecutive ones as a range."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in keys:
+        by_topic.setdefault(topic, []).append(partition)
+    out = []
+    for topic in sorted(by_topic, key=topic_order):
+        runs: list[list[int]] = []
+        for p in sorted(set(by_topic[topic])):
+            if runs and p == runs[-1][1] + 1:
+                runs[-1][1] = p
+            else:
+                runs.append([p, p])
+        out.append(f"{topic}[{','.join(str(a) if a == b else f'{a}-{b}' for a, b in runs)}]")
+    return ", ".join(out)
+
+
+def build_workers(rows: Iterable[Row]) -> tuple[WorkerRow, ...]:
+    """One row per worker from the owner rows (worker, topic, partition, since)."""
+    by_worker: dict[str, list[Row]] = {}
+    for row in rows:
+        by_worker.setdefault(str(row["worker"]), []).append(row)
+    return tuple(WorkerRow(w, compact_partitions((str(r["topic"]), int(r["partition"])) for r in rs), len(rs),
+                           min((r["since"] for r in rs if r["since"] is not None), default=None))
+                 for w, rs in sorted(by_worker.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class SyncView:
+    """The route's latest sync run and the changes it made (its diff)."""
+
+    run_id: int
+    step: str
+    status: str
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    notes: str | None
+    changes: tuple[Row, ...]  # kind, resource, detail (old -> new), outcome, error
+
+
+def build_sync(rows: Sequence[Row]) -> SyncView | None:
+    """The latest sync run from its rows (one per change; one with no change when it changed nothing)."""
+    if not rows:
+        return None
+    first = rows[0]
+    return SyncView(int(first["run_id"]), str(first["step"]), str(first["status"]), first["started_at"],
+                    first["finished_at"], first["notes"],
+                    tuple({k: r[k] for k in ("kind", "resource", "detail", "outcome", "error")} for r in rows
+                          if r["kind"] is not None))
+
+
+@dataclass(frozen=True, slots=True)
 class ReplicationPage:
     """Everything the page shows of one route (and optionally one topic)."""
 
@@ -140,6 +201,8 @@ class ReplicationPage:
     lag: Lag | None = None
     notes: tuple[str, ...] = field(default=())
     held_by: Row | None = None  # the failover run that holds the route (its workers are refused), if one does
+    workers: tuple[WorkerRow, ...] | None = None  # None: no owner table in this state DB
+    last_sync: SyncView | None = None
 
 
 def listed_routes(names: Iterable[str]) -> list[str]:
@@ -252,6 +315,8 @@ def build_page(routes: Sequence[str], route: str | None, topic: str | None,
         sla_events=tuple(rows.get("sla_events", ())),
         lag=current_lag(rows.get("sla_states", ())),
         held_by=holding_run(rows.get("failover_runs", ())),
+        workers=None if "partition_owners" not in rows else build_workers(rows["partition_owners"]),
+        last_sync=build_sync(rows.get("sync_last", ())),
     )
 
 

@@ -24,6 +24,7 @@ QUERIES_DIR = SQL_DIR / "queries"
 FAILBACK_TABLE = "mf_failback_run"  # optional: a later migration adds it
 BACKFILL_TABLE = "mf_backfill_run"  # optional too (migration 0009)
 LAG_TABLE = "mf_lag_sample"  # optional too (migration 0013)
+OWNER_TABLE = "mf_partition_owner"  # optional too (migration 0015)
 TIME_PARAMS = ("since",)  # parameters bound as date-times, like the columns they are compared with
 
 Row = dict[str, Any]
@@ -71,10 +72,11 @@ def _utc(value: Any) -> Any:
 
 
 ROUTE_QUERIES = ("audit_series", "audit_runs", "audit_findings", "failover_runs", "checkpoints",
-                 "sla_states", "sla_events")
+                 "sla_states", "sla_events", "sync_last")
 LIMITS = {"audit_series": 20000, "audit_runs": 20, "audit_findings": 200, "failover_runs": 20,
           "failback_runs": 20, "backfill_runs": 20, "checkpoints": 500, "sla_events": 50,
-          "lag_series": 50000}  # a week of one sample a minute for five topics
+          "lag_series": 50000,  # a week of one sample a minute for five topics
+          "partition_owners": 20000, "sync_last": 1000}
 
 
 def page_rows(connection: Connection, route: str, since: dt.datetime) -> tuple[dict[str, list[Row]], list[Row] | None]:
@@ -87,6 +89,9 @@ def page_rows(connection: Connection, route: str, since: dt.datetime) -> tuple[d
     if has_table(connection, LAG_TABLE):
         rows["lag_series"] = run_query(connection, "lag_series", route=route, since=since,
                                        limit=LIMITS["lag_series"])
+    if has_table(connection, OWNER_TABLE):
+        rows["partition_owners"] = run_query(connection, "partition_owners", route=route,
+                                             limit=LIMITS["partition_owners"])
     failbacks = None
     if has_table(connection, FAILBACK_TABLE):
         failbacks = run_query(connection, "failback_runs", route=route, limit=LIMITS["failback_runs"])

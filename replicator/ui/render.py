@@ -53,6 +53,12 @@ run {{ page.held_by.status }}): its workers are refused until a failback, or aft
 {% for s in page.lag_series %}<h3>{{ s.topic }}</h3>{{ lag_chart(s) }}{% endfor %}{% endif %}
 </section>
 
+{% if page.workers is not none %}<section id="workers"><h2>Workers</h2>
+{% if page.workers %}<table><tr><th>worker</th><th>partitions</th><th>count</th><th>since</th></tr>
+{% for w in page.workers %}<tr><td>{{ w.worker }}</td><td>{{ w.partitions }}</td><td class="num">{{ w.count }}</td><td>{{ t(w.since) }}</td></tr>{% endfor %}
+</table>{% else %}<p class="muted">No worker of this route is running.</p>{% endif %}
+</section>{% endif %}
+
 <section id="sla"><h2>SLA</h2>
 {% if page.sla_states %}<table><tr><th>check</th><th>state</th><th>since</th><th>latest finding</th><th>checked</th></tr>
 {% for s in page.sla_states %}<tr><td>{{ s.check }}</td><td class="{{ s.state }}">{{ s.state }}</td><td>{{ t(s.since) }}</td><td>{{ s.detail }}</td><td>{{ t(s.checked_at) }}</td></tr>{% endfor %}
@@ -91,6 +97,15 @@ run {{ page.held_by.status }}): its workers are refused until a failback, or aft
 {% if page.backfills %}<table id="backfills"><tr><th>run</th><th>topic</th><th>replica</th><th>by</th><th>status</th><th>source offsets (partition: from-to)</th><th>written</th><th>total</th><th>overlap allowed</th><th>started</th><th>finished</th><th>error</th></tr>
 {% for b in page.backfills %}<tr><td>{{ b.run_key }}</td><td>{{ b.topic }}</td><td>{{ b.target_topic }}</td><td>{{ b.mode }}</td><td class="{{ b.status }}">{{ b.status }}</td><td>{{ b.offsets }}</td><td class="num">{{ '' if b.written is none else b.written }}</td><td class="num">{{ b.total }}</td><td>{{ 'yes' if b.overlap_ok else '' }}</td><td>{{ t(b.started_at) }}</td><td>{{ t(b.finished_at) }}</td><td>{{ b.error or '' }}</td></tr>{% endfor %}
 </table>{% else %}<p class="muted">None.</p>{% endif %}{% endif %}
+</section>
+
+<section id="sync"><h2>Latest sync</h2>
+{% if page.last_sync %}{% set y = page.last_sync %}<p>Run {{ y.run_id }} ({{ y.step }}): <span class="{{ y.status }}">{{ y.status }}</span>
+<span class="muted">{{ t(y.started_at) }} .. {{ t(y.finished_at) }}</span>{% if y.notes %} <span class="muted">{{ y.notes }}</span>{% endif %}</p>
+{% if y.changes %}<table id="sync-changes"><tr><th>change</th><th>resource</th><th>old -> new</th><th>outcome</th><th>error</th></tr>
+{% for c in y.changes %}<tr><td>{{ c.kind }}</td><td>{{ c.resource }}</td><td>{{ c.detail }}</td><td class="{{ 'failed' if c.error else 'ok' }}">{{ c.outcome }}</td><td>{{ c.error or '' }}</td></tr>{% endfor %}
+</table>{% else %}<p class="muted">It changed nothing: the target's topics, configs and ACLs matched.</p>{% endif %}
+{% else %}<p class="muted">No sync ran for this route (<code>mirrorflow sync --route {{ page.route }}</code>, or the DAG mirrorflow_metadata_sync).</p>{% endif %}
 </section>
 
 <section id="checkpoints"><h2>Latest checkpoints</h2>

@@ -180,9 +180,8 @@ class GroupMember(ABC):
         if started:
             # What a worker found these in is over now -- but a stuck one placed again by this worker stays STUCK
             # until it fetches (domain.stuck): a remedy that does not cure it must not clear it.
-            stuck = set(self.stuck_watch.stuck())
-            self.subscription.state.placed([(tp.topic, tp.partition) for tp in started
-                                            if (tp.topic, tp.partition) not in stuck])
+            self.subscription.state.placed([(tp.topic, tp.partition) for tp in started],
+                                           keep_state=set(self.stuck_watch.stuck()))
             metrics.ASSIGNED.labels(self.route.name).set(len(self.inflight.ledgers))
             log.info("placed route=%s partitions=%s", self.route.name,
                      ",".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in started))

@@ -22,6 +22,8 @@ What keeps the rule true under faults:
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 from collections import deque
@@ -77,6 +79,12 @@ NOT_WRITTEN = (*NOT_THERE, KafkaError._DESTROY)
 PLACING_GIVE_UP_S = 60.0
 
 
+def worker_label(worker_id: str | None) -> str:
+    """How a worker is named as the owner of its partitions: its ``--worker-id`` (if any), host and process."""
+    where = f"{socket.gethostname()}:{os.getpid()}"
+    return f"{worker_id}@{where}" if worker_id else where
+
+
 class RouteFailed(MirrorFlowError):
     """The route stopped on an error it must not ride over (it names topic, partition, offset)."""
 
@@ -104,6 +112,7 @@ class RouteWorker(GroupMember):
         self.config, self.route, self.batch_size, self.worker_id = config, route, batch_size, worker_id
         self.clients, self.timeouts = clients, timeouts
         self.subscription = Subscription(config, route, store, timeouts.refresh, clients)
+        self.subscription.state.worker = worker_label(worker_id)
         self.positioner = Positioner(route, self.subscription.state.data_loss, self.subscription.recreated)
         self.topic_id_of: dict[TP, str] = {}  # the topic id each owned partition's offsets count records of
         # identity/mapping: loops are cut by header. Without the loop check (a failback's resync

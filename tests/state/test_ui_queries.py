@@ -56,6 +56,12 @@ def test_a_route_page_holds_what_the_runs_recorded(state_url: str) -> None:
     [failover] = rows["failover_runs"]
     assert (failover["mode"], failover["status"], failover["target_cluster"]) == ("checkpoint", "done", "backup")
     assert isinstance(failover["triggered_at"], dt.datetime)
+    assert [(r["worker"], r["topic"], r["partition"]) for r in rows["partition_owners"]] == [
+        ("w1@host-a:4242", TOPIC, 0), ("w1@host-a:4242", TOPIC, 1), ("w1@host-a:4242", TOPIC, 3),
+        ("w2@host-b:77", TOPIC, 2)]
+    assert rows["partition_owners"][0]["since"].tzinfo is not None
+    assert [(r["step"], r["status"], r["kind"], r["outcome"]) for r in rows["sync_last"]] == [
+        ("metadata", "failed", "config", "applied"), ("metadata", "failed", "acl", "failed")]
     assert all(not found for found in other_rows.values())
 
 

@@ -60,6 +60,10 @@ def test_a_user_gets_the_same_data_as_json(user: TestClient) -> None:
     assert [f["missing_offsets"] for f in data["findings"]] == ["40-41"]
     assert data["lag"]["records"] == 1234 and data["lag"]["breached"] is True
     assert [f["mode"] for f in data["failbacks"]] == ["resync"]
+    assert [(w["worker"], w["partitions"], w["count"]) for w in data["workers"]] == [
+        ("w1@host-a:4242", "orders[0-1,3]", 3), ("w2@host-b:77", "orders[2]", 1)]
+    assert data["last_sync"]["step"] == "metadata" and data["last_sync"]["status"] == "failed"
+    assert [c["outcome"] for c in data["last_sync"]["changes"]] == ["applied", "failed"]
 
 
 def test_a_user_sees_the_route_its_findings_and_its_lag(user: TestClient) -> None:
@@ -67,7 +71,10 @@ def test_a_user_sees_the_route_its_findings_and_its_lag(user: TestClient) -> Non
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
     for shown in (ROUTE, "primary.orders", "40-41", "1234", "billing", "breach", "All routes",
                   "STUCK 1, LOST_RECORDS 1", "breached: lag", "Lag over time, per topic",
-                  "lag over time (records not yet copied)"):
+                  "lag over time (records not yet copied)",
+                  # which worker owns which partitions; the latest sync's diff
+                  "w1@host-a:4242</td><td>orders[0-1,3]</td>", "w2@host-b:77</td><td>orders[2]</td>",
+                  "retention.ms: 86400000 -&gt; 604800000", "CLUSTER_AUTHORIZATION_FAILED"):
         assert shown in answer.text, shown
     assert "<svg" in answer.text
 

@@ -16,7 +16,10 @@ from replicator.ui.page import (
     backfill_row,
     build_page,
     build_series,
+    build_sync,
+    build_workers,
     choose_route,
+    compact_partitions,
     current_lag,
     failback_row,
     format_ranges,
@@ -251,3 +254,26 @@ def test_a_topics_lag_over_time_is_one_escaped_line_broken_where_nothing_was_mea
     assert svg.count("<polyline") == 2  # no line across the 28 minutes nobody measured
     lone = svg_lag_chart(LagSeries("orders", ((T0, 12),)))
     assert "one measure: 12 records" in lone
+
+
+@pytest.mark.parametrize(("keys", "text"), [
+    ([], ""),
+    ([("orders", 3), ("orders", 0), ("orders", 1), ("orders", 5), ("orders", 6)], "orders[0-1,3,5-6]"),
+    ([("mirrorflow-heartbeats.r", 0), ("audit", 2), ("orders", 0)], "audit[2], orders[0], mirrorflow-heartbeats.r[0]"),
+])
+def test_a_workers_partitions_are_compact_per_topic(keys: list[tuple[str, int]], text: str) -> None:
+    assert compact_partitions(keys) == text
+
+
+def test_workers_and_the_latest_sync_from_their_rows() -> None:
+    workers = build_workers([{"worker": "b", "topic": "t", "partition": 1, "since": T0 + MINUTE},
+                             {"worker": "a", "topic": "t", "partition": 0, "since": T0 + MINUTE},
+                             {"worker": "a", "topic": "t", "partition": 2, "since": T0}])
+    assert [(w.worker, w.partitions, w.count, w.since) for w in workers] == [
+        ("a", "t[0,2]", 2, T0), ("b", "t[1]", 1, T0 + MINUTE)]
+    nothing = build_sync([{"run_id": 4, "step": "full", "status": "ok", "started_at": T0, "finished_at": T0,
+                           "notes": None, "kind": None, "resource": None, "detail": None, "outcome": None,
+                           "error": None}])
+    assert nothing is not None and nothing.changes == () and build_sync([]) is None
+    html = render_page(ReplicationPage(routes=("r",), route="r", workers=(), last_sync=nothing))
+    assert "No worker of this route is running" in html and "It changed nothing" in html

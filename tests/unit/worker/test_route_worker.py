@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -12,7 +14,7 @@ import pytest
 from confluent_kafka import KafkaError
 from prometheus_client import REGISTRY
 
-from replicator.state.repository import partition_states, register_routes
+from replicator.state.repository import partition_owners, partition_states, register_routes
 from replicator.state.store import StateStore
 from replicator.testing import FakeKafka
 from replicator.testing.cluster import FakeCluster
@@ -570,3 +572,31 @@ def test_a_consumer_that_gets_no_more_answers_is_replaced_once_placing_has_faile
     assert worker.finish() is None
     assert_nothing_lost(kafka)
     assert committed(kafka) == {p: 50 for p in range(PARTITIONS)}
+
+
+def test_each_partition_is_recorded_with_the_worker_that_placed_it_until_that_worker_stops(
+        kafka: FakeKafka, tmp_path: Path) -> None:
+    """For ``status`` and the Replication page: which worker owns which partition. A worker that stops takes its
+    rows away; the one given its partitions records them as its own."""
+    config = route_config(kafka)
+    store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    store.run(lambda session: register_routes(session, config.routes))
+    produce(kafka["source"], 20)
+    a = WorkerThread(kafka, "a", config, worker_id="wa", store=store)
+    b = WorkerThread(kafka, "b", config, worker_id="wb", store=store)
+    owners = lambda: {k: w.split("@")[0] for k, (w, _) in store.run(lambda s: partition_owners(s, "r")).items()}  # noqa: E731
+    try:
+        wait_until(lambda: all_copied(kafka) and len(a.worker.inflight.ledgers) == len(b.worker.inflight.ledgers)
+                   == PARTITIONS // 2, what="both copying", alive=(a, b))
+        wait_until(lambda: owners() == {**{k: "wa" for k in a.worker.inflight.ledgers},
+                                        **{k: "wb" for k in b.worker.inflight.ledgers}}, what="owners recorded",
+                   alive=(a, b))
+        assert store.run(lambda s: partition_owners(s, "r"))[next(iter(a.worker.inflight.ledgers))][0] == \
+            f"wa@{socket.gethostname()}:{os.getpid()}"
+        assert a.finish() is None
+        wait_until(lambda: owners() == {(TOPIC, p): "wb" for p in range(PARTITIONS)}, what="b owning all",
+                   alive=(b,))
+    finally:
+        assert b.finish() is None
+    assert store.run(lambda s: partition_owners(s, "r")) == {}
+    store.close()
