@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, RouteConfig
@@ -147,3 +148,20 @@ class ClientFactory:
 
 
 KAFKA_CLIENTS = ClientFactory()
+
+
+def close_within(close: Callable[[], object], seconds: float) -> bool:
+    """Run a librdkafka client's ``close`` in a thread of its own, waiting at most ``seconds``; False when it did
+    not return (a client that stopped getting answers can block in its close for good: left behind, closing)."""
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            close()
+        except (KafkaException, RuntimeError) as exc:  # closed already, or a fatal error left it unusable
+            logging.getLogger(__name__).debug("closing a client left behind error=%s", exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="close-client", daemon=True).start()
+    return done.wait(seconds)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections import deque
@@ -55,6 +56,7 @@ class FakeConsumer:
         self.stuck: set[TP] = set()  # after a failed reset: seek refused until assigned again
         self.silenced: dict[TP, bool] = {}  # fetched no more, without a word -> whether a seek cures it
         self.deaf = False  # no answer from its cluster any more, though the cluster answers other clients
+        self.close_blocks: threading.Event | None = None  # deaf and wedged: close() waits for this event
         # librdkafka resolves a logical offset given to assign (OFFSET_BEGINNING/END) by a query answered
         # later; a seek before the answer makes it outdated, and librdkafka (<= 2.16, rdkafka_partition.c,
         # "outdated offset response") then asks again and applies that answer over the seek.
@@ -189,11 +191,12 @@ class FakeConsumer:
         ``seek_cures``) or a consumer is assigned it again."""
         self.silenced[(topic, partition)] = seek_cures
 
-    def deafen(self) -> None:
+    def deafen(self, close_blocks: threading.Event | None = None) -> None:
         """This client no longer getting answers from a cluster that answers every other client (seen with
         exactly-once after a clean restart of the source broker): it fetches nothing and says nothing, and
-        reading committed offsets times out. Seeks do not cure it; a new consumer works."""
-        self.deaf = True
+        reading committed offsets times out. Seeks do not cure it; a new consumer works. With ``close_blocks``
+        its close does not return until that event is set (seen too)."""
+        self.deaf, self.close_blocks = True, close_blocks
 
     def drift(self, topic: str, partition: int, offset: int) -> None:
         """librdkafka moving an assigned partition's fetch position on its own, with no seek of the
@@ -369,6 +372,8 @@ class FakeConsumer:
         if self.fatal is not None:
             self.closed = True
             return
+        if self.deaf and self.close_blocks is not None:
+            self.close_blocks.wait()  # what it waits for never answers (until the test says so)
         if self.joined:
             self.unsubscribe()
             self._serve_group()

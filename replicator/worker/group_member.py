@@ -20,6 +20,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from replicator.domain.commit_metadata import encode_note
 from replicator.domain.offset_sync import encode_sync
 from replicator.errors import ClusterError
+from replicator.kafka.clients import close_within
 from replicator.worker import metrics
 from replicator.worker.assignment import PLACEHOLDER, fetch_from
 from replicator.worker.callbacks import shielded
@@ -64,6 +65,7 @@ class GroupMember(ABC):
     _recreations_seen: int
     _consumer: Consumer | None
     _producer: Producer | None
+    _abandoned: set[int]  # ids of clients whose close did not return (left behind): their late callbacks ignored
 
     @property
     def consumer(self) -> Consumer:
@@ -122,17 +124,14 @@ class GroupMember(ABC):
         self._rejoin_at = None
         self._renew_consumer(None)
 
-    def _renew_consumer(self, reason: str | None) -> None:
+    def _renew_consumer(self, reason: str | None, wedged: bool = False) -> None:
         """Close the source consumer (what it holds is handed over: flushed and committed first) and
-        join with a new one, subscribed as the old one was."""
+        join with a new one, subscribed as the old one was. ``wedged``: it stopped getting answers, its close
+        may never return: see ``_close_client``."""
         if reason is not None:
             log.warning("source consumer renewed route=%s reason=%r", self.route.name, reason)
-        old = self._consumer
-        try:
-            if old is not None:
-                old.close()
-        except (KafkaException, RuntimeError) as exc:  # a consumer a fatal error left unusable
-            log.debug("closing the source consumer route=%s error=%s", self.route.name, exc)
+        if self._consumer is not None:
+            self._close_client(self._consumer, "the source consumer", wedged)
         self._forget(set(self.inflight.ledgers) | self.unplaced)
         self._consumer = self._new_consumer()
         self._subscribe(sorted(self.subscription.partitions))
@@ -140,7 +139,26 @@ class GroupMember(ABC):
     def _renew_clients(self, reason: str) -> None:
         """New clients for the clients that stopped getting answers: here the source consumer (the group
         member); an exactly-once worker renews its positions group's member too."""
-        self._renew_consumer(reason)
+        self._renew_consumer(reason, wedged=True)
+
+    def _close_client(self, client: Consumer, what: str, wedged: bool) -> None:
+        """Close a consumer of this worker. One that stopped getting answers may block in its close for good (seen:
+        an exactly-once worker's source consumer after a clean restart of the source broker): given
+        ``timeouts.close`` s, then left behind, its late callbacks ignored; the worker goes on with a new one."""
+        if not wedged:
+            try:
+                client.close()
+            except (KafkaException, RuntimeError) as exc:  # a consumer a fatal error left unusable
+                log.debug("closing %s route=%s error=%s", what, self.route.name, exc)
+            return
+        if not close_within(client.close, self.timeouts.close):
+            self._abandoned.add(id(client))
+            log.warning("%s did not close in %.0f s: left behind, a new one takes over route=%s", what,
+                        self.timeouts.close, self.route.name)
+
+    def _left_behind(self, client: Consumer) -> bool:
+        """True for a client left behind by ``_close_client``: what it still calls back is not this worker's."""
+        return id(client) in self._abandoned
 
     def _renew_after_recreation(self) -> None:
         """librdkafka keeps the leader epochs of a deleted topic and may never fetch the topic created again
@@ -267,6 +285,8 @@ class GroupMember(ABC):
         the seek (librdkafka <= 2.16): the partition jumped to the log start of a later moment, past
         records retention deleted meanwhile, with nothing reported. Not the committed offset either:
         librdkafka's own reset on a partition without one leaves it where no seek moves it."""
+        if self._left_behind(consumer):
+            return
         start = [TopicPartition(tp.topic, tp.partition, PLACEHOLDER) for tp in partitions]
         consumer.incremental_assign(start)
         consumer.pause(start)
@@ -279,6 +299,8 @@ class GroupMember(ABC):
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Hand over cleanly: what is in flight acknowledged (within the hand-over time), stored and
         committed first."""
+        if self._left_behind(consumer):
+            return
         keys = {(tp.topic, tp.partition) for tp in partitions}
         if any(self.inflight.owns(key) for key in keys):
             self._settle(self.timeouts.handover)
@@ -291,6 +313,8 @@ class GroupMember(ABC):
     @shielded("lost partitions")
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Lost (not handed over): another worker owns them now, commit nothing."""
+        if self._left_behind(consumer):
+            return
         self._forget({(tp.topic, tp.partition) for tp in partitions})
         consumer.incremental_unassign(partitions)
         log.warning("partitions lost route=%s count=%s", self.route.name, len(partitions))

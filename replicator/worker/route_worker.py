@@ -101,6 +101,7 @@ class WorkerTimeouts:
     rejoin: float = 2.0  # between attempts to join while the group still holds this worker's id
     stalled: float = 60.0  # no delivery report this long while the target answers: the producer is replaced
     lag: float = 5.0  # between updates of the lag gauges
+    close: float = 10.0  # a client that stopped getting answers is given this long to close, then left behind
 
 
 class RouteWorker(GroupMember):
@@ -147,6 +148,7 @@ class RouteWorker(GroupMember):
         self._pause_reported = False
         self._consumer: Consumer | None = None
         self._rejoin_at: float | None = None  # when to replace a consumer the group refused (worker id held)
+        self._abandoned: set[int] = set()  # clients left behind still closing (see GroupMember._close_client)
         self._recreations_seen = 0
         self._target_checked_at = 0.0
         self._lag_at = 0.0

@@ -106,16 +106,15 @@ class TargetMember(RouteWorker):
         elif self.failure is None:
             self.failure = f"member of {positions_group_id(self.route)} on the target: {error.str()}"
 
-    def _rejoin(self) -> None:
-        """The worker id was still held in the positions group (a crashed process of this worker)."""
+    def _rejoin(self, wedged: bool = False) -> None:
+        """A new member of the positions group: the worker id was still held there (a crashed process of this
+        worker), or (``wedged``) the member may have stopped getting answers."""
         self._rejoin_at = None
         old, self._member = self._member, self._new_member()
-        try:
-            if old is not None:
-                old.close()
-        except (KafkaException, RuntimeError) as exc:
-            log.debug("closing the member route=%s error=%s", self.route.name, exc)
-        self._abort("the positions group took this worker's membership back")
+        if old is not None:
+            self._close_client(old, "the member of the positions group", wedged)
+        self._abort("the positions group took this worker's membership back" if not wedged
+                    else "the member of the positions group was renewed")
         self._forget(set(self.inflight.ledgers) | self.unplaced)
         self._sources.clear()
         self._subscribe(sorted(self.subscription.partitions))
@@ -123,19 +122,16 @@ class TargetMember(RouteWorker):
     def _renew_clients(self, reason: str) -> None:
         """A new source consumer and a new member of the positions group (either may be the one that stopped
         getting answers: placing reads positions through both): every partition is given and placed again."""
-        self._renew_consumer(reason)
-        self._rejoin()
+        self._renew_consumer(reason, wedged=True)
+        self._rejoin(wedged=True)
 
-    def _renew_consumer(self, reason: str | None) -> None:
+    def _renew_consumer(self, reason: str | None, wedged: bool = False) -> None:
         """A new source consumer (a recreated topic, say): what is open is aborted, and every owned partition
         is placed again from its committed position (the target partitions stay this worker's)."""
         if reason is not None:
             log.warning("source consumer renewed route=%s reason=%r", self.route.name, reason)
         self._abort(reason or "the source consumer was renewed")
-        try:
-            self.consumer.close()
-        except (KafkaException, RuntimeError) as exc:
-            log.debug("closing the source consumer route=%s error=%s", self.route.name, exc)
+        self._close_client(self.consumer, "the source consumer", wedged)
         self._consumer = self._new_consumer()
 
     def _resubscribe(self, finished: Future[Look]) -> None:
@@ -168,6 +164,8 @@ class TargetMember(RouteWorker):
     def _on_target_assign(self, member: Consumer, partitions: list[TopicPartition]) -> None:
         """Take the target partitions (paused: the member fetches nothing); their source partitions wait for
         the loop to place them, assigned on the source consumer only then, at the position decided."""
+        if self._left_behind(member):
+            return
         member.incremental_assign(partitions)
         member.pause(partitions)
         given = self._sources_of(partitions)
@@ -181,6 +179,8 @@ class TargetMember(RouteWorker):
     @shielded("revocation")
     def _on_target_revoke(self, member: Consumer, partitions: list[TopicPartition]) -> None:
         """Hand over cleanly: the open transaction commits (or aborts) before the partitions go."""
+        if self._left_behind(member):
+            return
         self._commit_now()  # what is open commits, with the positions of the partitions going
         keys = self._release(partitions)
         self._unassign_sources(keys)
@@ -191,6 +191,8 @@ class TargetMember(RouteWorker):
     @shielded("lost partitions")
     def _on_target_lost(self, member: Consumer, partitions: list[TopicPartition]) -> None:
         """Lost (this worker was no longer a member): its open transaction cannot commit, abort it."""
+        if self._left_behind(member):
+            return
         keys = self._release(partitions)
         self._abort("partitions lost: this worker's membership lapsed")
         self._unassign_sources(keys)
