@@ -4,7 +4,6 @@ a running route's topics, no restart."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from replicator.cli.commands import Command, Group, Option
 from replicator.cli.common import CONFIG, config_of
@@ -33,6 +32,7 @@ def _route_and_topic(args: argparse.Namespace, topic_wanted: bool) -> tuple[str,
 def change_topic(args: argparse.Namespace) -> int:
     """Record the operator's wish in the state DB; workers re-read it every few seconds."""
     from replicator.domain.route_topic import AddedBy, DesiredState
+    from replicator.runbooks.topic_pause import refuse_failed_over
     from replicator.state.repository import register_routes, route_topics, set_topic
     from replicator.state.store import StateStore
 
@@ -43,7 +43,7 @@ def change_topic(args: argparse.Namespace) -> int:
     with StateStore(config.state.url) as store:
         with store.session() as session:
             register_routes(session, [route])
-            _refuse_failed_over(route.name, str(topic), {r.topic: r for r in route_topics(session, route.name)})
+            refuse_failed_over(route.name, str(topic), {r.topic: r for r in route_topics(session, route.name)})
             row = set_topic(session, route.name, str(topic), desired, AddedBy.CLI)
     print(f"route {route.name}: topic {row.topic} -> {row.desired_state}")
     return 0
@@ -52,43 +52,12 @@ def change_topic(args: argparse.Namespace) -> int:
 def pause_topic(args: argparse.Namespace) -> int:
     """Pause or resume a topic the route copies: its workers stop (or start again) fetching it within seconds,
     every other partition staying where it is; the topic stays on the route."""
-    from replicator.domain.route_topic import AddedBy, DesiredState
-    from replicator.runbooks.route_scope import check_copied
-    from replicator.state.repository import register_routes, route_topics, set_topic
-    from replicator.state.store import StateStore
-    from replicator.worker.subscription import REFRESH_SECONDS
+    from replicator.runbooks.topic_pause import pause_topic as change
 
     name, topic = _route_and_topic(args, topic_wanted=True)
     assert topic is not None
-    config = config_of(args)
-    route = config.route(name)
-    pause = args.action == "pause"
-    with StateStore(config.state.url) as store:
-        with store.session() as session:
-            register_routes(session, [route])
-            rows = {r.topic: r for r in route_topics(session, route.name)}
-            check_copied(config, route, [topic], rows)
-            _refuse_failed_over(route.name, topic, rows)
-            row = rows.get(topic)
-            if not pause and (row is None or row.desired_state != DesiredState.PAUSED):
-                print(f"route {route.name}: topic {topic} is not paused: nothing to resume")
-                return 0
-            wanted = DesiredState.PAUSED if pause else DesiredState.REPLICATE
-            set_topic(session, route.name, topic, wanted, AddedBy.CONFIG if row is None else row.added_by)
-    print(f"route {route.name}: topic {topic} {'paused' if pause else 'resumed'}: its workers follow within "
-          f"{REFRESH_SECONDS:g} s, the other partitions copy on")
+    print(change(config_of(args), name, topic, args.action == "pause"))
     return 0
-
-
-def _refuse_failed_over(route: str, topic: str, rows: dict[str, Any]) -> None:
-    """A topic a per-topic failover moved is the failover's until a failback or a release: UsageError."""
-    from replicator.domain.route_topic import DesiredState
-
-    row = rows.get(topic)
-    if row is not None and row.desired_state == DesiredState.FAILED_OVER:
-        raise UsageError(f"route {route}: topic {topic} was failed over to the route's target: its applications "
-                         "use the replica now. Fail it back, or after a drill `mirrorflow failover --route "
-                         f"{route} --release`")
 
 
 def list_topics(args: argparse.Namespace) -> int:

@@ -202,6 +202,7 @@ class ReplicationPage:
     notes: tuple[str, ...] = field(default=())
     held_by: Row | None = None  # the failover run that holds the route (its workers are refused), if one does
     workers: tuple[WorkerRow, ...] | None = None  # None: no owner table in this state DB
+    held_topics: tuple[Row, ...] = ()  # paused by the operator or moved by a per-topic failover
     last_sync: SyncView | None = None
 
 
@@ -317,6 +318,7 @@ def build_page(routes: Sequence[str], route: str | None, topic: str | None,
         held_by=holding_run(rows.get("failover_runs", ())),
         workers=None if "partition_owners" not in rows else build_workers(rows["partition_owners"]),
         last_sync=build_sync(rows.get("sync_last", ())),
+        held_topics=tuple(rows.get("topics_held", ())),
     )
 
 

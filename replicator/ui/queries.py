@@ -72,7 +72,7 @@ def _utc(value: Any) -> Any:
 
 
 ROUTE_QUERIES = ("audit_series", "audit_runs", "audit_findings", "failover_runs", "checkpoints",
-                 "sla_states", "sla_events", "sync_last")
+                 "sla_states", "sla_events", "sync_last", "topics_held")
 LIMITS = {"audit_series": 20000, "audit_runs": 20, "audit_findings": 200, "failover_runs": 20,
           "failback_runs": 20, "backfill_runs": 20, "checkpoints": 500, "sla_events": 50,
           "lag_series": 50000,  # a week of one sample a minute for five topics

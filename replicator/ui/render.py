@@ -53,6 +53,14 @@ run {{ page.held_by.status }}): its workers are refused until a failback, or aft
 {% for s in page.lag_series %}<h3>{{ s.topic }}</h3>{{ lag_chart(s) }}{% endfor %}{% endif %}
 </section>
 
+<section id="topics"><h2>Paused and failed-over topics</h2>
+{% if page.held_topics %}<table id="held-topics"><tr><th>topic</th><th>state</th><th>since</th></tr>
+{% for h in page.held_topics %}<tr><td>{{ h.topic }}</td><td class="failed">{{ 'PAUSED' if h.desired_state == 'paused' else 'FAILED_OVER' }}</td><td>{{ t(h.updated_at) }}</td></tr>{% endfor %}
+</table>{% else %}<p class="muted">None: the route copies every topic it selects.</p>{% endif %}
+<p class="muted">Pause or resume a topic: trigger the DAG <a href="/dags/mirrorflow_topic_pause" target="_top">mirrorflow_topic_pause</a>
+(route, topic, action); the workers follow within 5 s, without a rebalance.</p>
+</section>
+
 {% if page.workers is not none %}<section id="workers"><h2>Workers</h2>
 {% if page.workers %}<table><tr><th>worker</th><th>partitions</th><th>count</th><th>since</th></tr>
 {% for w in page.workers %}<tr><td>{{ w.worker }}</td><td>{{ w.partitions }}</td><td class="num">{{ w.count }}</td><td>{{ t(w.since) }}</td></tr>{% endfor %}

@@ -124,3 +124,25 @@ def test_the_overview_holds_every_routes_states_sla_and_latest_audit(state_url: 
     assert row.breached == ("lag",) and row.sla_checked and row.lag is not None and row.lag.breached
     assert row.audit is not None and row.audit["status"] == "missing"
     assert build_overview(["other-route"], rows)[0].state == "COPYING"
+
+
+def test_the_topics_paused_or_failed_over_are_read_with_since_when(state_url: str) -> None:
+    from replicator.config import RouteConfig
+    from replicator.domain.route_topic import AddedBy, DesiredState
+    from replicator.state.repository import register_routes, set_topic
+
+    seed(state_url, NOW)
+    route = RouteConfig.model_validate({"name": ROUTE, "source": "primary", "target": "backup", "topics": [TOPIC]})
+    with StateStore(state_url) as store:
+        store.run(lambda s: register_routes(s, [route]))
+        store.run(lambda s: set_topic(s, ROUTE, OTHER, DesiredState.PAUSED, AddedBy.CONFIG))
+        store.run(lambda s: set_topic(s, ROUTE, TOPIC, DesiredState.FAILED_OVER, AddedBy.CONFIG))
+    engine = make_engine(state_url)
+    try:
+        with engine.connect() as connection:
+            rows, _ = page_rows(connection, ROUTE, WEEK_AGO)
+    finally:
+        engine.dispose()
+    assert [(r["topic"], r["desired_state"]) for r in rows["topics_held"]] == sorted(
+        [(OTHER, "paused"), (TOPIC, "failed-over")])
+    assert all(isinstance(r["updated_at"], dt.datetime) for r in rows["topics_held"])

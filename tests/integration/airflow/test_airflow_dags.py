@@ -38,7 +38,7 @@ def test_dagbag_imports_every_file_without_errors(airflow_db: None) -> None:
         for name, param in dag.params.items():
             kinds = param.schema.get("type")
             optional = "null" in kinds if isinstance(kinds, list) else kinds == "null"
-            assert optional or name in {"route", "topic", "mode"}, f"{dag_id}: param {name} shows as required"
+            assert optional or name in {"route", "topic", "mode", "action"}, f"{dag_id}: param {name} shows as required"
 
 
 def test_cluster_health_dag_runs_against_both_clusters(

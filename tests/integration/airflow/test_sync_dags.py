@@ -101,3 +101,29 @@ def test_a_failing_topic_fails_the_run_and_the_rest_syncs(  # type: ignore[no-un
     assert run.state == "failed" and tis[("apply", 0)].state == "failed"
     assert _describe(backup.bootstrap_servers, f"primary.{good}")[1]["min.compaction.lag.ms"] == "5000"
     assert "min.compaction.lag.ms" not in _describe(backup.bootstrap_servers, f"primary.{bad}")[1]  # refused whole
+
+
+def test_a_topic_is_paused_and_resumed_from_airflow(  # type: ignore[no-untyped-def]
+        airflow_db, primary, backup, unique_name, tmp_path, monkeypatch) -> None:
+    """#15: pause/resume from the UI -- a DAG run by hand, Airflow's permissions and history around it."""
+    from replicator.state.repository import route_topics
+    from replicator.state.store import StateStore
+
+    topic, route = f"{unique_name}-paused", f"p-{unique_name}"[:60]
+    config = _config(tmp_path, primary.bootstrap_servers, backup.bootstrap_servers, topic, route)
+    monkeypatch.setenv("MIRRORFLOW_CONFIG", str(config))
+    create_topics(primary.bootstrap_servers, {topic: 1})
+
+    def wanted() -> dict[str, str]:
+        with StateStore(f"sqlite:///{tmp_path / 'state.db'}") as store:
+            return {r.topic: r.desired_state.value for r in store.run(lambda s: route_topics(s, route))}
+
+    run, tis = _run("mirrorflow_topic_pause", route=route, topic=topic, action="pause")
+    assert run.state == "success", {k: t.state for k, t in tis.items()}
+    assert tis[("change", -1)].xcom_pull(task_ids="change").startswith(f"route {route}: topic {topic} paused")
+    assert wanted() == {topic: "paused"}
+    assert _run("mirrorflow_topic_pause", route=route, topic=topic, action="resume")[0].state == "success"
+    assert wanted() == {topic: "replicate"}
+    assert _run("mirrorflow_topic_pause", route=route, topic=f"{unique_name}-nope", action="pause")[0].state \
+        == "failed"  # the route does not copy it: the run says so and nothing changes
+    assert wanted() == {topic: "replicate"}

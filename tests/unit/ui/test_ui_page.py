@@ -277,3 +277,14 @@ def test_workers_and_the_latest_sync_from_their_rows() -> None:
     assert nothing is not None and nothing.changes == () and build_sync([]) is None
     html = render_page(ReplicationPage(routes=("r",), route="r", workers=(), last_sync=nothing))
     assert "No worker of this route is running" in html and "It changed nothing" in html
+    assert "None: the route copies every topic it selects" in html
+
+
+def test_held_topics_are_listed_with_the_dag_that_pauses_and_resumes() -> None:
+    page = build_page(["r"], "r", None, {"topics_held": [
+        {"topic": "audit", "desired_state": "failed-over", "updated_at": T0},
+        {"topic": "orders", "desired_state": "paused", "updated_at": T0 + MINUTE}]}, None)
+    html = render_page(page)
+    assert "<td>audit</td><td class=\"failed\">FAILED_OVER</td>" in html
+    assert "<td>orders</td><td class=\"failed\">PAUSED</td><td>2026-11-26 02:01:00Z</td>" in html
+    assert 'href="/dags/mirrorflow_topic_pause"' in html
