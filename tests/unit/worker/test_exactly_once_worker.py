@@ -4,6 +4,7 @@ zombie, a fenced producer and a hand-over."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import threading
@@ -536,3 +537,32 @@ def test_a_source_consumer_that_gets_no_more_answers_is_replaced_with_the_member
     assert worker.finish() is None
     wedged.set()
     assert_exactly_once(kafka)
+
+
+def test_a_topic_created_again_under_a_running_route_is_copied_once(kafka: FakeKafka) -> None:
+    """A source topic deleted and created again while the worker copies it: the new topic's records are copied
+    once each, in order, after the old topic's (none of them again once the worker sees the new id). The fault
+    run (seed 5, topic-recreate) found 8 duplicates in this situation when the brokers' describe still gave the
+    deleted topic's id at the placement that followed: not reproduced here (see the note of session 12)."""
+    produce(kafka["source"], 20)
+    config = route_config(kafka, guarantee="exactly-once", transactions="{interval_ms: 50}")
+    slow_look = dataclasses.replace(FAST, refresh=3.0)  # the worker learns the new id seconds after the records
+    worker = WorkerThread(kafka, "a", config, slow_look, kind=ExactlyOnceWorker)
+    wait_until(lambda: all_visible(kafka, 20) and positions_at(kafka, 20), what="the first copy", alive=(worker,))
+    source = kafka["source"]
+    with source.lock:
+        source.delete_topic(TOPIC)
+        source.create_topic(TOPIC, PARTITIONS)
+        produce(source, 8)
+    wait_until(lambda: visible(kafka) == dict.fromkeys(range(PARTITIONS), 28), what="the new records copied",
+               alive=(worker,))
+    new_id = source.topics[TOPIC].topic_id
+    wait_until(lambda: worker.worker.subscription.topic_ids.get(TOPIC) == new_id and not worker.worker.unplaced
+               and positions_at(kafka, 8), what="the new id seen and the partitions placed again", alive=(worker,))
+    produce(source, 2, start=8)  # a marker per partition: copied once, after the 8 (nothing copied again)
+    wait_until(lambda: visible(kafka) == dict.fromkeys(range(PARTITIONS), 30), what="the markers",
+               alive=(worker,))
+    assert worker.finish() is None
+    got = read_committed(kafka)
+    for p in range(PARTITIONS):
+        assert [m.value() for m in got[p]][20:] == [f"p{p}-{n}".encode() for n in range(10)], f"partition {p}"
