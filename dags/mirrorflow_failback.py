@@ -28,6 +28,10 @@ what it decided:
 9. `release`: the route may run again (`mirrorflow run`).
 10. `finish`: figures stored in `mf_failback_run`, next steps in the log.
 
+With `topics`, only topics a per-topic failover moved come back (mode
+`incremental`): the route's workers keep copying its other topics, and copy
+these again at `release`.
+
 A run that failed midway resumes at the failed step when triggered again with the
 same params. `dry_run` shows every step and changes nothing. The same without
 Airflow: `mirrorflow failback --route R`.
@@ -39,6 +43,8 @@ PARAMS = {
     "route": Param("", type="string", description="the failed-over route to bring back"),
     "mode": Param("incremental", enum=["incremental", "resync"], description="incremental or resync"),
     "groups": Param([], type=["null", "array"], description="only these groups (default: the route's group filter)"),
+    "topics": Param([], type=["null", "array"],
+                    description="only these topics, failed over by topic (incremental); the route copies the others"),
     "drain_timeout": Param(60, type=["null", "integer"], minimum=0, description="seconds to copy the last records"),
     "accept_loss": Param(False, type=["null", "boolean"], description="resync: drop records never copied"),
     "dry_run": Param(False, type=["null", "boolean"], description="show every step, change nothing"),

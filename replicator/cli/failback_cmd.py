@@ -18,7 +18,7 @@ def run_failback(args: argparse.Namespace) -> int:
     config = config_of(args)
     config.route(args.route)
     request = request_of(args.route, args.mode, args.group, args.drain_timeout, args.accept_loss, args.dry_run,
-                         args.fence, args.accept_bypass)
+                         args.fence, args.accept_bypass, args.topic)
     return run_and_print(args, lambda progress: failback_route(config, request, args.restart, progress), summary,
                          render)
 
@@ -28,7 +28,8 @@ def render(run: Any) -> str:
     from replicator.domain.failback import next_steps
 
     rows = [point_row(c.point, outcome(c)) for c in run.commits]
-    heading = (f"failback{'' if run.run_id is None else f' run {run.run_id}'} of route {run.request.route} "
+    topics = f" (topic(s) {', '.join(run.request.topics)})" if run.request.topics else ""
+    heading = (f"failback{'' if run.run_id is None else f' run {run.run_id}'} of route {run.request.route}{topics} "
                f"({run.request.mode.value}): {run.backup} -> {run.primary}: {run.status.value}")
     lines = [heading]
     if rows:
@@ -51,8 +52,10 @@ FAILBACK = Command(
         (stop the producers on the target first; up to --drain-timeout), translate each group's position, commit
         it into the old primary's groups that have no active member, read it back, and release the route so
         `mirrorflow run` copies the old primary again. Each step is printed and stored in the state DB; a run
-        that fails midway resumes at the failed step when run again. Exit 0 when done, 1 when a step failed, 2
-        for a bad config, an unknown route or bad options.
+        that fails midway resumes at the failed step when run again. A route failed over by topic
+        (`failover --topic`) comes back the same way with --topic: only those topics and their groups, while the
+        route's workers copy its other topics on, and copy these again once released. Exit 0 when done, 1 when
+        a step failed, 2 for a bad config, an unknown route or bad options.
     """,
     options=(
         CONFIG,
@@ -63,6 +66,9 @@ FAILBACK = Command(
         Option("--group", action="append", metavar="GROUP",
                help="only this consumer group (repeatable; default: every group the route's checkpoint filter "
                "selects on the target)"),
+        Option("--topic", action="append", metavar="TOPIC",
+               help="only this topic, failed over by topic (repeatable; mode incremental): the route's workers "
+               "keep running and copy it again once it is back"),
         Option("--drain-timeout", default="60", metavar="SECONDS",
                help="copy at most this long for the last records before the switch (default 60)"),
         Option("--accept-loss", action="store_true",

@@ -88,10 +88,14 @@ class FailbackRequest:
     dry_run: bool = False
     fence: bool = False  # deny writes on the backup's topics the reverse route copies, before its drain
     accept_bypass: bool = False  # go on when records got past that fence
+    topics: tuple[str, ...] | None = None  # only these topics, failed over by topic (None: the whole route)
 
     def problems(self) -> list[str]:
         """Why the request cannot run (empty when it can)."""
         out = []
+        if self.topics and self.mode == FailbackMode.RESYNC:
+            out.append("--topic is for mode incremental: a resync deletes and recreates the old primary's topics, "
+                       "which the route's workers still hold while they copy its other topics")
         if self.drain_timeout_seconds < 0:
             out.append(f"drain timeout: must be >= 0 seconds, got {self.drain_timeout_seconds}")
         if self.accept_loss and self.mode != FailbackMode.RESYNC:
@@ -103,11 +107,16 @@ class FailbackRequest:
     def same_work(self, other: FailbackRequest) -> bool:
         """True when ``other`` asks for the same failback (so it may resume this one's run)."""
         return (self.route, self.mode, self.fence, self.accept_bypass) == (
-            other.route, other.mode, other.fence, other.accept_bypass) and _set(self.groups) == _set(other.groups)
+            other.route, other.mode, other.fence, other.accept_bypass) and _set(self.groups) == _set(other.groups) \
+            and _set(self.topics) == _set(other.topics)
+
+    def moves(self, topic: str) -> bool:
+        """True when ``topic`` (of the old primary) goes back: every topic, unless the request names some."""
+        return self.topics is None or topic in self.topics
 
 
-def _set(groups: tuple[str, ...] | None) -> frozenset[str] | None:
-    return None if groups is None else frozenset(groups)
+def _set(names: tuple[str, ...] | None) -> frozenset[str] | None:
+    return None if names is None else frozenset(names)
 
 
 def reverse_route_name(route: str) -> str:
@@ -304,7 +313,8 @@ def run_from_dict(data: Mapping[str, Any]) -> FailbackRun:
     request = FailbackRequest(req["route"], FailbackMode(req["mode"]),
                               None if req["groups"] is None else tuple(req["groups"]), req["drain_timeout_seconds"],
                               req["accept_loss"], req["dry_run"], req.get("fence", False),
-                              req.get("accept_bypass", False))
+                              req.get("accept_bypass", False),
+                              None if req.get("topics") is None else tuple(req["topics"]))
     return FailbackRun(
         request, data["primary"], data["backup"],
         required_time(data["triggered_at"], "failback run: triggered_at"),
@@ -318,6 +328,10 @@ def run_from_dict(data: Mapping[str, Any]) -> FailbackRun:
         None if data.get("fence") is None else FenceRecord.from_dict(data["fence"]))
 
 
+def _of(topics: tuple[str, ...] | None) -> str:
+    return f" of {', '.join(topics)}" if topics else ""
+
+
 def next_steps(run: FailbackRun) -> str:
     """What the operator and the applications do next, as the run stands."""
     route = run.request.route
@@ -326,9 +340,11 @@ def next_steps(run: FailbackRun) -> str:
     if run.status != FailbackStatus.DONE:
         return (f"Failback run {run.run_id} of route {route} stopped at {run.stopped_at}: the applications stay on "
                 f"{run.backup!r}. Fix the cause, then run the same failback again: it resumes there.")
-    lines = [(f"Failback of route {route} done: {run.primary!r} holds what was written on {run.backup!r} "
+    which = f"Failback of topic(s) {', '.join(run.request.topics)} of route {route}" if run.request.topics else \
+        f"Failback of route {route}"
+    lines = [(f"{which} done: {run.primary!r} holds what was written on {run.backup!r} "
               f"({run.copied} records copied back)."),
-             f"1. Point the producers and consumers back to {run.primary!r}."]
+             f"1. Point the producers and consumers{_of(run.request.topics)} back to {run.primary!r}."]
     moved = sorted({c.point.group for c in run.commits if c.outcome in (TargetOutcome.WRITTEN,
                                                                          TargetOutcome.UP_TO_DATE)})
     if moved:
@@ -339,7 +355,11 @@ def next_steps(run: FailbackRun) -> str:
     if run.not_copied:
         lines.append(f"   {run.not_copied} offsets written on {run.backup!r} after the drain did not go back: "
                      f"the applications wrote on {run.backup!r} during the switch.")
-    lines.append(f"2. Start the route again: `mirrorflow run --route {route}`.")
+    if run.request.topics:
+        lines.append(f"2. The route's workers copy {', '.join(run.request.topics)} again (they copied its other topics "
+                     "all along): nothing to start.")
+    else:
+        lines.append(f"2. Start the route again: `mirrorflow run --route {route}`.")
     if run.request.mode == FailbackMode.INCREMENTAL and run.unreplicated_records:
         lines.append(f"   It copies the {run.unreplicated_records} offsets {run.primary!r} held that never reached "
                      f"{run.backup!r} before the failover.")

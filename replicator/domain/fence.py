@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from replicator.domain.acl_spec import ALLOW, DENY, LITERAL, TOPIC, WILDCARD, AclSpec
@@ -144,6 +144,12 @@ class FenceRecord:
         """Plain JSON (the run's column, the DAG's hand-over)."""
         data: dict[str, Any] = plain(self)
         return data
+
+    def split(self, topics: Collection[str] | None) -> tuple[tuple[AclSpec, ...], FenceRecord | None]:
+        """Its ACLs on ``topics`` (None: all), and the record of what stays raised (None: nothing)."""
+        on = tuple(a for a in self.acls if topics is None or a.name in topics)
+        rest = tuple(a for a in self.acls if a not in on)
+        return on, (replace(self, acls=rest) if rest else None)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> FenceRecord:

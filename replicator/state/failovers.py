@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from sqlalchemy import select
@@ -127,6 +128,14 @@ def route_hold(session: Session, route: str) -> RouteHold | None:
     if row is None or row.route_stopped_at is None:
         return None
     return RouteHold(row.id, row.route, row.target_cluster, row.status, utc(row.route_stopped_at))
+
+
+def topics_run(session: Session, route: str, topics: Collection[str]) -> int | None:
+    """The latest finished per-topic failover run of ``route`` that moved one of ``topics``."""
+    rows = session.scalars(select(FailoverRunRow).where(
+        FailoverRunRow.route == route, FailoverRunRow.topics.is_not(None),
+        FailoverRunRow.status == RunStatus.DONE.value).order_by(FailoverRunRow.id.desc()))
+    return next((row.id for row in rows if set(json.loads(row.topics or "[]")) & set(topics)), None)
 
 
 def release_route(session: Session, route: str, at: dt.datetime) -> list[int]:

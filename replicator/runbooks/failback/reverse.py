@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
@@ -39,14 +39,17 @@ class ReverseCopyFailed(MirrorFlowError):
     """The reverse route stopped on an error (it names the record or the cluster)."""
 
 
-def reverse_topics(config: Config, route: RouteConfig) -> tuple[ReverseTopic, ...]:
-    """The route's replicas that exist on its target, each with its original name and partitions."""
+def reverse_topics(config: Config, route: RouteConfig,
+                   only: Collection[str] | None = None) -> tuple[ReverseTopic, ...]:
+    """The route's replicas that exist on its target (of the topics ``only`` names, when given), each with its
+    original name and partitions."""
     from replicator.state.repository import route_topics
     from replicator.state.store import StateStore
 
     with StateStore(config.state.url) as store:
         with store.session() as session:
-            originals = sorted({t.topic for t in route_topics(session, route.name) if is_application_topic(t.topic)})
+            originals = sorted({t.topic for t in route_topics(session, route.name) if is_application_topic(t.topic)
+                                and (only is None or t.topic in only)})
     policy = config.policy(route)
     on_backup = partitions_of(config, route.target)
     # Under prefix/mapping, producers on the target write to topics of the original names (the

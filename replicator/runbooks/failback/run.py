@@ -55,12 +55,13 @@ class FailbackFailed(RunFailed):
 
 def request_of(route: str, mode: str = "incremental", groups: Sequence[str] | None = None,
                drain_timeout: str | int = 60, accept_loss: bool = False, dry_run: bool = False,
-               fence: bool = False, accept_bypass: bool = False) -> FailbackRequest:
+               fence: bool = False, accept_bypass: bool = False,
+               topics: Sequence[str] | None = None) -> FailbackRequest:
     """A request from plain arguments (CLI, DAG params); UsageError naming a bad one."""
     try:
         request = FailbackRequest(route, FailbackMode(mode), tuple(dict.fromkeys(groups)) if groups else None,
                                   parse_duration(drain_timeout, "--drain-timeout"), accept_loss, dry_run, fence,
-                                  accept_bypass)
+                                  accept_bypass, tuple(dict.fromkeys(topics)) if topics else None)
     except ValueError as exc:
         raise UsageError(f"failback of route {route}: {exc}".replace("'FailbackMode'", "mode")) from None
     if request.problems():
@@ -86,8 +87,9 @@ def _other_run(run: FailbackRun) -> str:
 
 
 def _started(run: FailbackRun) -> str:
+    topics = f", topic(s) {', '.join(run.request.topics)}" if run.request.topics else ""
     return (f"failback run {run.run_id} of route {run.request.route}: {run.backup} -> {run.primary}, mode "
-            f"{run.request.mode.value}")
+            f"{run.request.mode.value}{topics}")
 
 
 def _resumed(run: FailbackRun, request: FailbackRequest) -> FailbackRun:
@@ -105,19 +107,35 @@ def start(config: Config, request: FailbackRequest, restart: bool = False, say: 
 
     def fresh(unfinished: FailbackRun | None) -> FailbackRun:
         _check_groups(config, route.target, request)
-        if unfinished is None and _hold(config, route.name) is None:
-            moved = _moved_topics(config, route)
-            if moved:
-                raise UsageError(f"route {route.name}: only topic(s) {', '.join(moved)} were failed over (by topic): "
-                                 "a failback moves a whole route back, not yet topics one by one. Point their "
-                                 f"applications back to {route.source!r}, then `mirrorflow failover --route "
-                                 f"{route.name} --release` lets the route copy them again")
-            raise UsageError(f"route {route.name} is not failed over (no failover run holds it): there is nothing "
-                             f"to fail back; `mirrorflow failover --route {route.name}` moves it first")
+        if unfinished is None:
+            _check_failed_over(config, route, request)
         notes = (dry_run_note(FAILBACK, unfinished),) if unfinished is not None and request.dry_run else ()
         return replace(FailbackRun.new(request, route.source, route.target, pendulum.now("UTC")), notes=notes)
 
     return runbook_start(FAILBACK, _store(config), request, restart, fresh, say)
+
+
+def _check_failed_over(config: Config, route: RouteConfig, request: FailbackRequest) -> None:
+    """UsageError unless what the request moves back was failed over: the whole route (held by a failover run),
+    or, with ``--topic``, each topic it names (failed over by topic)."""
+    held, moved = _hold(config, route.name), _moved_topics(config, route)
+    if request.topics:
+        if held is not None:
+            raise UsageError(f"route {route.name} was failed over whole (failover run {held.run_id}): fail it back "
+                             "whole, without --topic")
+        problems = [f"route {route.name}: topic {t!r} is not failed over (by topic)" for t in request.topics
+                    if t not in moved]
+        if problems:
+            which = f"failed over: {', '.join(moved)}" if moved else "none of its topics is failed over"
+            raise UsageError("\n".join(problems) + f" ({which})")
+        return
+    if held is None and moved:
+        again = " ".join(f"--topic {t}" for t in moved)
+        raise UsageError(f"route {route.name}: only topic(s) {', '.join(moved)} were failed over (by topic): fail "
+                         f"them back by name, `mirrorflow failback --route {route.name} {again}`")
+    if held is None:
+        raise UsageError(f"route {route.name} is not failed over (no failover run holds it): there is nothing "
+                         f"to fail back; `mirrorflow failover --route {route.name}` moves it first")
 
 
 def _moved_topics(config: Config, route: RouteConfig) -> list[str]:
@@ -180,10 +198,11 @@ def failback_route(config: ConfigRef, request: FailbackRequest, restart: bool = 
 
 def start_run(config: ConfigRef, route: str, mode: str = "incremental", groups: Sequence[str] | None = None,
               drain_timeout: str | int = 60, accept_loss: bool = False, dry_run: bool = False,
-              fence: bool = False, accept_bypass: bool = False) -> dict[str, Any]:
+              fence: bool = False, accept_bypass: bool = False,
+              topics: Sequence[str] | None = None) -> dict[str, Any]:
     """The DAG's first task: start or resume a run; its JSON for the next task."""
     return summary(start(as_config(config), request_of(route, mode, groups, drain_timeout, accept_loss, dry_run,
-                                                        fence, accept_bypass)))
+                                                        fence, accept_bypass, topics)))
 
 
 def step_of_run(config: ConfigRef, step: str, run: dict[str, Any]) -> dict[str, Any]:

@@ -70,7 +70,7 @@ def _reverse(ctx: Ctx) -> RouteConfig:
 
 def check(ctx: Ctx, run: FailbackRun) -> StepResult:
     """Both clusters answer, the route is held by a failover, none of its workers is back; its replicas."""
-    from replicator.state.failovers import route_hold
+    from replicator.state.failovers import route_hold, topics_run
     from replicator.state.store import StateStore
 
     route, name = ctx.route, ctx.route.name
@@ -81,18 +81,23 @@ def check(ctx: Ctx, run: FailbackRun) -> StepResult:
     with StateStore(ctx.config.state.url) as store:
         with store.session() as session:
             hold = route_hold(session, name)
-    if hold is None and run.failover_run_id is None:
+            by_topic = topics_run(session, name, run.request.topics) if run.request.topics else None
+    if run.request.topics:
+        # The route's workers copy its other topics on; they hold these (the state DB says so) until the release.
+        _check_topics_held(ctx, run.request.topics)
+    elif hold is None and run.failover_run_id is None:
         raise StepFailed(f"route {name} is not failed over (no failover run holds it): there is nothing to fail "
                          "back; `mirrorflow failover` first")
-    workers = source.route_workers(ctx.config, route)
+    workers = 0 if run.request.topics else source.route_workers(ctx.config, route)
     if workers:
         cluster, group = source.workers_group(route)
         raise StepFailed(f"route {name}: {workers} worker(s) are in group {group!r} on {cluster!r} "
                          f"again: stop them (they would copy {route.source!r} onto {route.target!r} while the "
                          "applications use it), then run the failback again")
-    topics = rev.reverse_topics(ctx.config, route)
+    topics = rev.reverse_topics(ctx.config, route, run.request.topics)
     if not topics:
-        raise StepFailed(f"route {name}: no replica of its topics is on {route.target!r}: nothing to copy back")
+        raise StepFailed(f"route {name}: no replica of {_its_topics(run)} is on {route.target!r}: nothing to copy "
+                         "back")
     on_primary = rev.partitions_of(ctx.config, route.source)
     if run.request.mode == FailbackMode.INCREMENTAL:
         problems = [f"{t.original}: "
@@ -102,19 +107,39 @@ def check(ctx: Ctx, run: FailbackRun) -> StepResult:
         if problems:
             raise StepFailed(f"route {name}: mode incremental appends to the topics of {route.source!r}, but "
                              + "; ".join(problems) + ": use --mode resync")
-    unreplicated = _unreplicated(ctx, on_primary)
+    unreplicated = _unreplicated(ctx, run, on_primary)
     lost = sum(u.end - u.first for u in unreplicated)
     if run.request.mode == FailbackMode.RESYNC and lost and not run.request.accept_loss:
         where = ", ".join(f"{u.topic}-{u.partition} [{u.first}, {u.end})" for u in unreplicated[:5])
         raise StepFailed(f"route {name}: {lost} offsets of {route.source!r} never reached {route.target!r} ({where}"
                          f"{', ...' if len(unreplicated) > 5 else ''}); resync deletes them: use --mode incremental "
                          "(it keeps them and copies them on once the route runs again), or add --accept-loss")
-    run = dataclasses.replace(run, failover_run_id=run.failover_run_id or (hold.run_id if hold else None),
-                              topics=topics, unreplicated=unreplicated)
-    detail = (f"both clusters answer; failover run {run.failover_run_id} holds the route; {len(topics)} replica(s) "
+    held_by = by_topic if run.request.topics else (hold.run_id if hold else None)
+    run = dataclasses.replace(run, failover_run_id=run.failover_run_id or held_by, topics=topics,
+                              unreplicated=unreplicated)
+    holds = f"topic(s) {', '.join(run.request.topics)} failed over" if run.request.topics else "holds the route"
+    detail = (f"both clusters answer; failover run {run.failover_run_id} {holds}; {len(topics)} replica(s) "
               f"to copy back ({', '.join(_named(t) for t in topics)}); {lost} offsets of {route.source!r} never "
               f"reached {route.target!r}" + (" (dropped: --accept-loss)" if lost and run.request.accept_loss else ""))
     return StepResult(run, acting(run), detail)
+
+
+def _its_topics(run: FailbackRun) -> str:
+    return f"topic(s) {', '.join(run.request.topics)}" if run.request.topics else "its topics"
+
+
+def _check_topics_held(ctx: Ctx, topics: tuple[str, ...]) -> None:
+    """StepFailed naming each of ``topics`` no longer failed over (released since the failback started)."""
+    from replicator.domain.route_topic import DesiredState
+    from replicator.state.repository import route_topics
+    from replicator.state.store import StateStore
+
+    with StateStore(ctx.config.state.url) as store:
+        rows = store.run(lambda session: {t.topic: t.desired_state for t in route_topics(session, ctx.route.name)})
+    loose = [t for t in topics if rows.get(t) != DesiredState.FAILED_OVER]
+    if loose:
+        raise StepFailed(f"route {ctx.route.name}: topic(s) {', '.join(loose)} are not failed over any more (the "
+                         "route copies them again): nothing to fail back")
 
 
 def _named(topic: ReverseTopic) -> str:
@@ -131,8 +156,8 @@ def _local_starts(ctx: Ctx, run: FailbackRun) -> dict[Partition, int]:
     return {tp: low for tp, (low, _) in rev.watermarks(_props(ctx, ctx.route.target), local).items()}
 
 
-def _unreplicated(ctx: Ctx, on_primary: dict[str, int]) -> tuple[Unreplicated, ...]:
-    lags = [lag for lag in source.measure_lags(ctx.config, ctx.route) if lag.topic in on_primary]
+def _unreplicated(ctx: Ctx, run: FailbackRun, on_primary: dict[str, int]) -> tuple[Unreplicated, ...]:
+    lags = [lag for lag in source.measure_lags(ctx.config, ctx.route, run.request.topics) if lag.topic in on_primary]
     return tuple(Unreplicated(lag.topic, lag.partition, lag.replicated or 0, lag.end_offset)
                  for lag in lags if lag.pending)
 
@@ -142,7 +167,7 @@ def prepare(ctx: Ctx, run: FailbackRun) -> StepResult:
     reverse route starts; resync: delete the old primary's topics (a topic's ACLs outlive it: lifted first)."""
     from replicator.runbooks.failover.fencing import lift_held
 
-    lifted = lift_held(ctx.config, ctx.route, ctx.say, run.request.dry_run)
+    lifted = lift_held(ctx.config, ctx.route, ctx.say, run.request.dry_run, run.request.topics)
     result = _prepare(ctx, run)
     return dataclasses.replace(result, detail="; ".join([*lifted, result.detail]))
 
@@ -393,12 +418,28 @@ def release(ctx: Ctx, run: FailbackRun) -> StepResult:
                   f"{route.target!r} and skips the records the reverse route brought")
     run, lifted = lift_own(ctx, run)  # the backup's fence: the route writes its replicas again
     lifted_words = f"; {lifted}" if lifted else ""
+    if run.request.topics:
+        return _release_topics(ctx, run, run.request.topics, f"{resume}{lifted_words}")
     if run.request.dry_run:
         return StepResult(run, StepStatus.PLANNED, f"would release route {route.name}; it would resume "
                                                    f"{resume}{lifted_words}")
     released = release_hold(ctx.config, route, pendulum.now("UTC"))
     held = f" (failover run(s) {', '.join(map(str, released))})" if released else ""
     return StepResult(run, StepStatus.DONE, f"route {route.name} released{held}; it resumes {resume}{lifted_words}")
+
+
+def _release_topics(ctx: Ctx, run: FailbackRun, topics: tuple[str, ...], resume: str) -> StepResult:
+    """A per-topic failback: the route's running workers copy ``topics`` again at their next look."""
+    from replicator.state.repository import release_topics
+    from replicator.state.store import StateStore
+
+    which = f"topic(s) {', '.join(topics)} of route {ctx.route.name}"
+    if run.request.dry_run:
+        return StepResult(run, StepStatus.PLANNED, f"would let the route copy {which} again; it would resume {resume}")
+    with StateStore(ctx.config.state.url) as store:
+        store.run(lambda session: release_topics(session, ctx.route.name, topics))
+    return StepResult(run, StepStatus.DONE, f"{which} copied again (the route's workers follow at their next look); "
+                                            f"it resumes {resume}")
 
 
 def finish(ctx: Ctx, run: FailbackRun) -> StepResult:

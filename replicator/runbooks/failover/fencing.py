@@ -9,7 +9,7 @@ route left as it was and still copying -- unless the run accepts them.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Protocol, TypeVar
 
 import pendulum
@@ -101,8 +101,10 @@ def lift_own(ctx: Ctx[R], run: R) -> tuple[R, str | None]:
     return dataclasses.replace(run, fence=lifted), f"fence on {record.cluster!r} lifted ({gone} ACL(s))"  # type: ignore[type-var]
 
 
-def lift_held(config: Config, route: RouteConfig, say: Callable[[str], None], dry_run: bool = False) -> list[str]:
-    """Lift every fence the route's failover runs left raised; a line for each."""
+def lift_held(config: Config, route: RouteConfig, say: Callable[[str], None], dry_run: bool = False,
+              topics: Collection[str] | None = None) -> list[str]:
+    """Lift the fences the route's failover runs left raised (on ``topics`` only, when given: a per-topic
+    failback; the run keeps the rest of its fence raised and recorded); a line for each."""
     from replicator.state import failovers
     from replicator.state.store import StateStore
 
@@ -110,16 +112,19 @@ def lift_held(config: Config, route: RouteConfig, say: Callable[[str], None], dr
         raised = store.run(lambda session: failovers.raised_fences(session, route.name))
     lines = []
     for run_id, record in raised:
-        if dry_run:
-            lines.append(f"would lift the fence of failover run {run_id} on {record.cluster!r} "
-                         f"({len(record.acls)} ACL(s))")
+        acls, rest = record.split(topics)
+        if not acls:
             continue
-        gone = fences.lift_fence(config, record.cluster, record.acls)
-        lifted = dataclasses.replace(record, lifted_at=pendulum.now("UTC"))
+        if dry_run:
+            lines.append(f"would lift the fence of failover run {run_id} on {record.cluster!r} ({len(acls)} ACL(s))")
+            continue
+        gone = fences.lift_fence(config, record.cluster, acls)
+        kept = rest or dataclasses.replace(record, lifted_at=pendulum.now("UTC"))
         with StateStore(config.state.url) as store:
             with store.session() as session:
-                failovers.save_fence(session, run_id, lifted)
-        lines.append(f"fence of failover run {run_id} lifted on {record.cluster!r}: {gone} ACL(s) deleted")
+                failovers.save_fence(session, run_id, kept)
+        lines.append(f"fence of failover run {run_id} lifted on {record.cluster!r}: {gone} ACL(s) deleted"
+                     + (f" ({len(rest.acls)} on other topics stay)" if rest else ""))
         say(lines[-1])
     return lines
 

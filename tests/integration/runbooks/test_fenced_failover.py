@@ -186,6 +186,11 @@ def _failover(secured: Secured, *args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=300, check=False)
 
 
+def _failback(secured: Secured, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MIRRORFLOW, "failback", "--config", str(secured.config), *args], capture_output=True,
+                          text=True, timeout=180, check=False)
+
+
 def _replica(secured: Secured, topic: str, ends: dict[int, int]) -> dict[int, list[tuple[int, bytes]]]:
     """Every record of the replica of ``topic`` up to ``ends``: (source offset from the position, value)."""
     consumer = Consumer({"bootstrap.servers": secured.b, "group.id": f"read-{topic}", "enable.auto.commit": "false"})
@@ -370,11 +375,11 @@ def test_read_only_replicas_refuse_the_applications_until_a_failover_makes_them_
         assert brought == written[:len(brought)] and len(brought) >= app.acked_before_refusal[p], p
 
 
-def _status(secured: Secured, route: str) -> dict[tuple[str, int], str]:
+def _status(secured: Secured, route: str, what: str = "state") -> dict[tuple[str, int], str]:
     done = subprocess.run([MIRRORFLOW, "status", "--config", str(secured.config), "--route", route, "--json"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    return {(r["topic"], r["partition"]): r["state"] for r in json.loads(done.stdout)}
+    return {(r["topic"], r["partition"]): r[what] for r in json.loads(done.stdout)}
 
 
 def test_one_topic_fails_over_with_its_group_while_the_route_copies_the_others(secured: Secured) -> None:
@@ -413,17 +418,44 @@ def test_one_topic_fails_over_with_its_group_while_the_route_copies_the_others(s
         states = _status(secured, "pt")
         assert {s for (t, _), s in states.items() if t == "pt-a"} == {"FAILED_OVER"}
         assert {s for (t, _), s in states.items() if t == "pt-b"} == {"COPYING"}
+        owners = _status(secured, "pt", "worker")  # the one worker owns both topics' partitions, held or not
+        assert {w.rsplit(":", 1)[1] for w in owners.values()} == {str(worker.process.pid)}, owners
         resumed = subprocess.run([MIRRORFLOW, "topics", "resume", "--config", str(secured.config), "--route", "pt",
                                   "--topic", "pt-a"], capture_output=True, text=True, timeout=60, check=False)
         assert resumed.returncode == 2 and "topic pt-a was failed over" in resumed.stderr, resumed.stderr
-        back = subprocess.run([MIRRORFLOW, "failback", "--config", str(secured.config), "--route", "pt"],
-                              capture_output=True, text=True, timeout=60, check=False)
-        assert back.returncode == 2 and "only topic(s) pt-a were failed over (by topic)" in back.stderr, back.stderr
+        whole = _failback(secured, "--route", "pt")
+        assert whole.returncode == 2 and "only topic(s) pt-a were failed over (by topic): fail them back by name, " \
+            "`mirrorflow failback --route pt --topic pt-a`" in whole.stderr, whole.stderr
+        other = _failback(secured, "--route", "pt", "--topic", "pt-b")
+        assert other.returncode == 2 and "topic 'pt-b' is not failed over (by topic)" in other.stderr, other.stderr
 
-        released = _failover(secured, "--route", "pt", "--release")
-        assert released.returncode == 0 and "topic(s) pt-a copied again" in released.stdout, released.stdout
-        wait_until(lambda: end_offsets(secured.b, "primary.pt-a", PARTITIONS)[0] == ends_a[0] + 1, 60,
-                   "the record held back copied once released")
+        # On the backup the applications wrote pt-a (its own topic of that name) and read some of it.
+        create_topics(secured.b, {"pt-a": PARTITIONS})
+        written = Producer({"bootstrap.servers": secured.b})
+        for n in range(5):
+            written.produce("pt-a", f"on-backup-{n}".encode(), b"k", partition=0)
+        written.flush(15)
+        primary_before = end_offsets(secured.p, "pt-a", PARTITIONS)
+        back = _failback(secured, "--route", "pt", "--topic", "pt-a", "--json")
+        assert back.returncode == 0, back.stdout[-3000:] + back.stderr[-3000:]
+        run = json.loads(back.stdout)
+        assert run["status"] == "done" and run["request"]["topics"] == ["pt-a"]
+        assert {t["original"] for t in run["topics"]} == {"pt-a"} and run["copied"] == 5
+        assert {c["point"]["target_topic"] for c in run["commits"]} == {"pt-a"}
+        assert "nothing to start" in run["next_steps"] and worker.process.poll() is None
+        # The records written on the backup are on the primary after its own, in order.
+        tail = read_all(secured.p, "pt-a", PARTITIONS)[0][primary_before[0]:]
+        assert [r.value for r in tail] == [f"on-backup-{n}".encode() for n in range(5)]
+
+        # Released: the route copies pt-a again from where it stopped: the record held back, not the five the
+        # reverse route brought (their origin is the backup); then a marker proves nothing else came.
+        produce_one.produce("pt-a", b"after", b"k", partition=0)
+        produce_one.flush(15)
+        wait_until(lambda: end_offsets(secured.b, "primary.pt-a", PARTITIONS)[0] == ends_a[0] + 2, 60,
+                   "the record held back and the marker copied once failed back")
+        copied = read_all(secured.b, "primary.pt-a", PARTITIONS)[0][ends_a[0]:]
+        assert [r.value for r in copied] == [b"held", b"after"]
+        assert {s for (t, _), s in _status(secured, "pt").items()} == {"COPYING"}
     finally:
         if worker.process.poll() is None:
             worker.terminate()

@@ -23,7 +23,8 @@ def test_the_demo_worker_starts_once_and_stops(tmp_path: Path, capsys: pytest.Ca
     try:
         assert main(["dev", "start-worker", "--home", str(home)]) == 0
         pid = worker_pid(home)
-        assert pid is not None and "started (pid" in capsys.readouterr().out
+        assert pid is not None, worker_log(home).read_text()  # it runs: its log says why when not
+        assert "started (pid" in capsys.readouterr().out
         assert main(["dev", "start-worker", "--home", str(home)]) == 0  # once: the running one is kept
         assert worker_pid(home) == pid and "was already running" in capsys.readouterr().out
         deadline = time.monotonic() + 60

@@ -162,6 +162,20 @@ def test_a_fenced_failback_is_other_work_and_accepting_a_bypass_needs_the_fence(
     assert FailbackRequest("dr", fence=True, accept_bypass=True).problems() == []
 
 
+def test_a_failback_of_some_topics_is_other_work_incremental_only_and_says_nothing_is_to_start() -> None:
+    some = FailbackRequest("dr", topics=("orders", "audit"))
+    assert some.same_work(FailbackRequest("dr", topics=("audit", "orders")))
+    assert not some.same_work(FailbackRequest("dr")) and not some.same_work(FailbackRequest("dr", topics=("orders",)))
+    assert some.moves("orders") and not some.moves("payments") and FailbackRequest("dr").moves("payments")
+    assert "--topic is for mode incremental" in FailbackRequest("dr", FailbackMode.RESYNC, topics=("a",)).problems()[0]
+    run = _done(FailbackRun.new(some, "primary", "backup", T0))
+    assert run_from_dict(run.to_dict()).request == some
+    text = next_steps(run)
+    assert text.startswith("Failback of topic(s) orders, audit of route dr done")
+    assert "consumers of orders, audit back to 'primary'" in text and "nothing to start" in text
+    assert "mirrorflow run" not in text
+
+
 def test_two_topics_of_the_backup_feeding_one_partition_merge_without_skipping() -> None:
     from replicator.domain.failback import merge_points
     from replicator.domain.resume_point import ResumePoint
