@@ -85,7 +85,8 @@ def seed(state_url: str, now: dt.datetime) -> None:
     with StateStore(state_url) as store:
         store.run(lambda s: record_audit(s, audit_report(now)))
         store.run(lambda s: record_step(s, states, events, ms))
-        store.run(lambda s: save_checkpoints(s, ROUTE, checkpoints, now - dt.timedelta(minutes=2)))
+        store.run(lambda s: save_checkpoints(s, ROUTE, checkpoints, now - dt.timedelta(minutes=2),
+                                             {(TOPIC, 0): 150, (TOPIC, 1): 80}, {(REPLICA, 0): 140}))
         store.run(lambda s: save_run(s, run))
         store.run(lambda s: save_failback(s, back))
         store.run(lambda s: save_backfill(s, backfill))

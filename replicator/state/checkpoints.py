@@ -8,20 +8,23 @@ checkpoint, updated in place, so a retried run is harmless; each run adds one
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from replicator.domain.checkpoint import Checkpoint, CheckpointStatus
+from replicator.domain.checkpoint import Checkpoint, CheckpointStatus, Partition
 from replicator.domain.checkpoint_run import CheckpointRun
 from replicator.domain.target_group import TargetOutcome
 from replicator.state.models import CheckpointRow, CheckpointRunRow
 from replicator.state.times import utc
 
 
-def save_checkpoints(session: Session, route: str, checkpoints: Iterable[Checkpoint], at: dt.datetime) -> int:
-    """Insert or update the translated checkpoints (untranslated ones are skipped); returns how many."""
+def save_checkpoints(session: Session, route: str, checkpoints: Iterable[Checkpoint], at: dt.datetime,
+                     source_ends: Mapping[Partition, int] | None = None,
+                     target_ends: Mapping[Partition, int] | None = None) -> int:
+    """Insert or update the translated checkpoints (untranslated ones are skipped), with the source partition's
+    and the replica partition's ends the run read (a lag each; None where not read); returns how many."""
     wanted = {(c.group, c.topic, c.partition): (c, c.target_offset) for c in checkpoints
               if c.target_offset is not None}
     if not wanted:
@@ -40,6 +43,8 @@ def save_checkpoints(session: Session, route: str, checkpoints: Iterable[Checkpo
         row.source_offset, row.target_topic = checkpoint.source_offset, checkpoint.target_topic
         row.target_offset, row.status = target_offset, checkpoint.status.value
         row.max_repeats, row.checkpointed_at = checkpoint.max_repeats, at
+        row.source_end = (source_ends or {}).get((checkpoint.topic, checkpoint.partition))
+        row.target_end = (target_ends or {}).get((checkpoint.target_topic, checkpoint.partition))
     session.flush()
     return len(wanted)
 

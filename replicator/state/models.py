@@ -185,6 +185,10 @@ class CheckpointRow(Base):
     status: Mapped[str] = mapped_column(String(20))
     max_repeats: Mapped[int] = mapped_column(BigInteger)
     checkpointed_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    # The ends the run read beside it (None: not read): the group's lag on the source, and on the target if it
+    # moved now.
+    source_end: Mapped[int | None] = mapped_column(BigInteger)
+    target_end: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class CheckpointRunRow(Base):

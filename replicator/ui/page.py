@@ -277,6 +277,22 @@ def backfill_row(row: Row) -> dict[str, Any]:
             "started_at": row["started_at"], "finished_at": row["finished_at"], "error": row["error"]}
 
 
+def checkpoint_rows(checkpoints: Iterable[Row], lags: Iterable[Row]) -> tuple[Row, ...]:
+    """The checkpoints with each group's lag on the source and on the target (if it moved now), where the run
+    read the ends (None elsewhere)."""
+    ends = {(r["group_id"], r["topic"], r["partition"]): r for r in lags}
+    out = []
+    for row in checkpoints:
+        found = ends.get((row.get("group_id"), row.get("topic"), row.get("partition")), {})
+        out.append({**row, "source_lag": _lag(found.get("source_end"), row.get("source_offset")),
+                    "target_lag": _lag(found.get("target_end"), row.get("target_offset"))})
+    return tuple(out)
+
+
+def _lag(end: int | None, offset: int | None) -> int | None:
+    return None if end is None or offset is None else max(0, end - offset)
+
+
 def holding_run(failovers: Iterable[Row]) -> Row | None:
     """The newest failover run that stopped the route and was not released: the route is failed over."""
     for row in failovers:  # newest first
@@ -311,7 +327,7 @@ def build_page(routes: Sequence[str], route: str | None, topic: str | None,
         failbacks=None if failbacks is None else tuple(failback_row(r) for r in failbacks),
         backfills=(None if "backfill_runs" not in rows
                    else tuple(backfill_row(r) for r in _of_topic(rows["backfill_runs"], chosen))),
-        checkpoints=_of_topic(checkpoints, chosen),
+        checkpoints=_of_topic(checkpoint_rows(checkpoints, rows.get("checkpoint_lags", ())), chosen),
         sla_states=tuple(rows.get("sla_states", ())),
         sla_events=tuple(rows.get("sla_events", ())),
         lag=current_lag(rows.get("sla_states", ())),

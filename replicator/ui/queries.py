@@ -64,6 +64,12 @@ def has_table(connection: Connection, table: str) -> bool:
     return inspect(connection).has_table(table)
 
 
+def has_column(connection: Connection, table: str, column: str) -> bool:
+    """True when ``table`` exists with ``column`` (a state DB not yet migrated to where it was added: False)."""
+    inspector = inspect(connection)
+    return inspector.has_table(table) and column in {c["name"] for c in inspector.get_columns(table)}
+
+
 def _utc(value: Any) -> Any:
     # SQLite hands timezone-aware columns back naive; they were written in UTC.
     if isinstance(value, dt.datetime) and value.tzinfo is None:
@@ -89,6 +95,8 @@ def page_rows(connection: Connection, route: str, since: dt.datetime) -> tuple[d
     if has_table(connection, LAG_TABLE):
         rows["lag_series"] = run_query(connection, "lag_series", route=route, since=since,
                                        limit=LIMITS["lag_series"])
+    if has_column(connection, "mf_checkpoint", "target_end"):
+        rows["checkpoint_lags"] = run_query(connection, "checkpoint_lags", route=route, limit=LIMITS["checkpoints"])
     if has_table(connection, OWNER_TABLE):
         rows["partition_owners"] = run_query(connection, "partition_owners", route=route,
                                              limit=LIMITS["partition_owners"])

@@ -117,9 +117,10 @@ run {{ page.held_by.status }}): its workers are refused until a failback, or aft
 </section>
 
 <section id="checkpoints"><h2>Latest checkpoints</h2>
-{% if page.checkpoints %}<table><tr><th>group</th><th>topic</th><th>partition</th><th>source offset</th><th>replica</th><th>target offset</th><th>status</th><th>may repeat</th><th>taken</th></tr>
-{% for c in page.checkpoints %}<tr><td>{{ c.group_id }}</td><td>{{ c.topic }}</td><td class="num">{{ c.partition }}</td><td class="num">{{ c.source_offset }}</td><td>{{ c.target_topic }}</td><td class="num">{{ c.target_offset }}</td><td>{{ c.status }}</td><td class="num">{{ c.max_repeats }}</td><td>{{ t(c.checkpointed_at) }}</td></tr>{% endfor %}
-</table>{% else %}<p class="muted">None.</p>{% endif %}
+{% if page.checkpoints %}<table id="checkpoints-table"><tr><th>group</th><th>topic</th><th>partition</th><th>source offset</th><th>lag on source</th><th>replica</th><th>target offset</th><th>lag on target</th><th>status</th><th>may repeat</th><th>taken</th></tr>
+{% for c in page.checkpoints %}<tr><td>{{ c.group_id }}</td><td>{{ c.topic }}</td><td class="num">{{ c.partition }}</td><td class="num">{{ c.source_offset }}</td><td class="num">{{ '' if c.source_lag is none else c.source_lag }}</td><td>{{ c.target_topic }}</td><td class="num">{{ c.target_offset }}</td><td class="num">{{ '' if c.target_lag is none else c.target_lag }}</td><td>{{ c.status }}</td><td class="num">{{ c.max_repeats }}</td><td>{{ t(c.checkpointed_at) }}</td></tr>{% endfor %}
+</table><p class="muted">Lag on target: the records of the replica the group would read if it moved now
+(the replica's end, as the checkpoint run read it, minus where it would resume).</p>{% else %}<p class="muted">None.</p>{% endif %}
 </section>
 {% endif %}
 </body></html>

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import groupby
 
 import pendulum
@@ -35,6 +35,7 @@ from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import cluster_metadata
 from replicator.kafka.clients import admin_settings
 from replicator.kafka.groups import active_members, list_groups
+from replicator.kafka.log_ranges import ends
 from replicator.kafka.topics import source_partitions, watermarks
 from replicator.runbooks.checkpoints.offsets import for_each_group, read_committed
 from replicator.runbooks.checkpoints.syncs import SyncLog
@@ -53,6 +54,9 @@ class PreparedCheckpoints:
     checkpoints: tuple[Checkpoint, ...]
     target_offsets: tuple[TargetOffset, ...]  # empty unless the route writes target groups
     stale_syncs: tuple[Run, ...] = ()  # offset-sync runs below the source's log start: tombstoned by apply
+    # The partitions' readable ends on each side, as the run read them (empty: not read): the groups' lags.
+    source_ends: Mapping[Partition, int] = field(default_factory=dict)
+    target_ends: Mapping[Partition, int] = field(default_factory=dict)
 
 
 def prepare(config: Config, route_name: str, groups: Sequence[str] | None = None) -> PreparedCheckpoints:
@@ -87,7 +91,21 @@ def prepare(config: Config, route_name: str, groups: Sequence[str] | None = None
     plan: list[TargetOffset] = []
     if route.checkpoints.write_target_groups:
         plan = _plan_targets(target, checkpoints, on_target)
-    return PreparedCheckpoints(config, route, started, tuple(chosen), tuple(checkpoints), tuple(plan), stale)
+    source_ends = _ends(admin, route.source, partitions)
+    target_ends = _ends(AdminClient(admin_settings(target)), route.target,
+                        sorted({(c.target_topic, c.partition) for c in checkpoints if c.translated}))
+    return PreparedCheckpoints(config, route, started, tuple(chosen), tuple(checkpoints), tuple(plan), stale,
+                               source_ends, target_ends)
+
+
+def _ends(admin: AdminClient, cluster: str, partitions: Sequence[Partition]) -> dict[Partition, int]:
+    """The partitions' last stable offsets (what a read_committed group reads up to), for the groups' lags; none
+    when they cannot be read now (the checkpoints do not need them: the next run reads them again)."""
+    try:
+        return ends(admin, cluster, partitions, stable=True)
+    except ClusterError as exc:
+        _log.warning("consumer-group lags not measured this run error=%s", exc)
+        return {}
 
 
 def _stale_syncs(admin: AdminClient, runs: dict[Partition, list[Run]], what: str) -> tuple[Run, ...]:

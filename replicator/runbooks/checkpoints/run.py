@@ -64,7 +64,7 @@ def apply(prepared: PreparedCheckpoints, dry_run: bool = False) -> CheckpointRun
              "dry_run=%s", route.name, run.status.value, len(run.groups), len(run.checkpoints),
              len(run.translated), run.target_counts()["written"], len(run.skipped_groups), dry_run)
     if not dry_run:
-        _record(prepared.config, run)
+        _record(prepared, run)
     return run
 
 
@@ -102,15 +102,17 @@ def _commit_all(target: dict[str, str], plan: Sequence[TargetOffset], what: str)
             if e.outcome == TargetOutcome.PLANNED else e for group, entries in by_group.items() for e in entries]
 
 
-def _record(config: Config, run: CheckpointRun) -> None:
+def _record(prepared: PreparedCheckpoints, run: CheckpointRun) -> None:
     from replicator.state import repository
     from replicator.state.checkpoints import record_checkpoint_run, save_checkpoints
     from replicator.state.store import StateStore
 
+    config = prepared.config
     with StateStore(config.state.url) as store:
         with store.session() as session:
             repository.register_routes(session, [config.route(run.route)])
-            save_checkpoints(session, run.route, run.translated, run.started_at)
+            save_checkpoints(session, run.route, run.translated, run.started_at, prepared.source_ends,
+                             prepared.target_ends)
             record_checkpoint_run(session, run)
 
 

@@ -93,6 +93,12 @@ def test_caught_up_group_resumes_on_backup_exactly_after_its_last_record(  # typ
     stored = _stored(tmp_path, "select group_id, topic, partition, source_offset, target_offset, status "
                                "from mf_checkpoint order by partition")
     assert stored == [(group, topic, r["partition"], r["source_offset"], r["target_offset"], "exact") for r in rows]
+    # The group's lags beside each checkpoint: on the source, to the topic's end; on the target, exactly the
+    # records it read there once moved.
+    ends = end_offsets(primary.bootstrap_servers, topic, partitions)
+    lags = _stored(tmp_path, "select partition, source_end - source_offset, target_end - target_offset "
+                             "from mf_checkpoint order by partition")
+    assert lags == [(p, ends[p] - commits[p], len(resumed[p])) for p in (0, 1)]
     records = _checkpoint_records(backup.bootstrap_servers, f"mirrorflow-checkpoints.{route}.internal")
     assert records == {(group, topic, r["partition"]): (r["source_offset"], r["target_offset"], "exact")
                        for r in rows}

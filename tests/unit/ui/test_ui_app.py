@@ -62,6 +62,10 @@ def test_a_user_gets_the_same_data_as_json(user: TestClient) -> None:
     assert [f["mode"] for f in data["failbacks"]] == ["resync"]
     assert [(w["worker"], w["partitions"], w["count"]) for w in data["workers"]] == [
         ("w1@host-a:4242", "orders[0-1,3]", 3), ("w2@host-b:77", "orders[2]", 1)]
+    # Consumer-group lag beside each checkpoint: on the source (end 150 - 120), on the target if it moved now
+    # (replica end 140 - 118); partition 1's replica end was not read: unknown, not 0.
+    assert [(c["partition"], c["source_lag"], c["target_lag"]) for c in data["checkpoints"]] == [
+        (0, 30, 22), (1, 0, None)]
     assert data["last_sync"]["step"] == "metadata" and data["last_sync"]["status"] == "failed"
     assert [c["outcome"] for c in data["last_sync"]["changes"]] == ["applied", "failed"]
 
