@@ -28,7 +28,7 @@ from replicator.state.checkpoints import save_checkpoints
 from replicator.state.failbacks import save_run as save_failback
 from replicator.state.failovers import save_run
 from replicator.state.repository import record_data_loss, record_owner, record_partition_state, record_sync_run
-from replicator.state.sla import record_lag_samples, record_step
+from replicator.state.sla import record_lag_samples, record_route_sample, record_step
 from replicator.state.store import StateStore
 
 ROUTE = "primary-to-backup"
@@ -99,5 +99,7 @@ def seed(state_url: str, now: dt.datetime) -> None:
             SyncChange("config", REPLICA, "retention.ms: 86400000 -> 604800000", Outcome.APPLIED),
             SyncChange("acl", REPLICA, "+ ALLOW User:reader READ", Outcome.FAILED, "CLUSTER_AUTHORIZATION_FAILED"),
         ))))
+        for minutes, copied in ((3, 1000), (2, 4000), (1, 4600)):  # records copied so far, latency
+            store.run(lambda s, m=minutes, n=copied: record_route_sample(s, ROUTE, ms - m * 60_000, n, 100 * m))
         for minutes, lag in ((3, 40), (2, 1234), (1, 7)):  # the SLA DAG's samples of the topic's lag
             store.run(lambda s, m=minutes, n=lag: record_lag_samples(s, ROUTE, ms - m * 60_000, [(TOPIC, n)]))

@@ -64,6 +64,12 @@ class Observation:
     stuck: tuple[tuple[str, int], ...] = ()  # partitions the route's workers found stuck and not fetching since
     stuck_error: str | None = None
     topic_lags: tuple[tuple[str, int], ...] = ()  # (topic, records not yet copied): kept as the lag history
+    copied: int | None = None  # the route's committed offsets summed: records copied so far (their rate over time)
+
+    @property
+    def latency_ms(self) -> int | None:
+        """The replication latency: how old the route's newest heartbeat on the target is (None: unknown)."""
+        return None if self.heartbeat_ms is None else max(0, self.at_ms - self.heartbeat_ms)
 
 
 @dataclass(frozen=True, slots=True)

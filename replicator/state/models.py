@@ -365,6 +365,19 @@ class SlaStateRow(Base):
     checked_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
 
 
+class RouteSampleRow(Base):
+    """What one SLA check measured of a route beyond its lag: records copied so far (their rate over time) and
+    the replication latency (its newest heartbeat's age). Kept ``LAG_HISTORY_DAYS`` (replicator.state.sla)."""
+
+    __tablename__ = "mf_route_sample"
+    __table_args__ = (Index("ix_mf_route_sample_route_at", "route", "at"),)
+
+    route: Mapped[str] = mapped_column(String(200))
+    at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    copied: Mapped[int | None] = mapped_column(BigInteger)  # the route's committed offsets summed (None: unknown)
+    latency_ms: Mapped[int | None] = mapped_column(BigInteger)
+
+
 class LagSampleRow(Base):
     """A topic's lag (records not yet copied, all its partitions) as one SLA check measured it: the page's lag
     over time. Kept ``LAG_HISTORY_DAYS`` (replicator.state.sla)."""

@@ -14,7 +14,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from replicator.domain.sla import Check, CheckState, EventKind, RecordedEvent, SlaEvent, State
-from replicator.state.models import LagSampleRow, SlaEventRow, SlaStateRow
+from replicator.state.models import LagSampleRow, RouteSampleRow, SlaEventRow, SlaStateRow
 
 LAG_HISTORY_DAYS = 7  # lag samples older than this go when new ones are stored
 
@@ -87,6 +87,16 @@ def sla_events(session: Session, route: str, limit: int = 50) -> list[RecordedEv
     rows = session.scalars(select(SlaEventRow).where(SlaEventRow.route == route)
                            .order_by(SlaEventRow.at.desc(), SlaEventRow.id.desc()).limit(limit))
     return [_recorded(r) for r in rows]
+
+
+def record_route_sample(session: Session, route: str, at_ms: int, copied: int | None, latency_ms: int | None) -> None:
+    """Store what was measured at ``at_ms`` (records copied so far, the latency; None: not measured); drop the
+    route's samples older than ``LAG_HISTORY_DAYS``."""
+    at = _at(at_ms)
+    if copied is not None or latency_ms is not None:
+        session.add(RouteSampleRow(route=route, at=at, copied=copied, latency_ms=latency_ms))
+    session.execute(delete(RouteSampleRow).where(RouteSampleRow.route == route,
+                                                 RouteSampleRow.at < at - dt.timedelta(days=LAG_HISTORY_DAYS)))
 
 
 def record_lag_samples(session: Session, route: str, at_ms: int, lags: Iterable[tuple[str, int]]) -> None:

@@ -6,6 +6,8 @@ page must render inside Airflow's iframe as it is. Every text is escaped here.
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 from itertools import pairwise
@@ -122,17 +124,23 @@ def svg_chart(series: Series, frame: Frame = Frame()) -> str:
 
 def svg_lag_chart(series: LagSeries, frame: Frame = Frame()) -> str:
     """An ``<svg>`` of a topic's lag (records not yet copied) at each SLA check; no line across time unmeasured."""
-    points = series.points
-    label = escape(f"{series.topic}: lag over time (records not yet copied)")
+    return svg_line_chart(series.topic, series.points, "lag over time (records not yet copied)",
+                          "lag (records not yet copied)", "records", frame)
+
+
+def svg_line_chart(name: str, points: Sequence[tuple[dt.datetime, int]], title: str, what: str, unit: str,
+                   frame: Frame = Frame()) -> str:
+    """An ``<svg>`` of one measure (``what``, in ``unit``) at each SLA check; no line across time unmeasured."""
+    label = escape(f"{name}: {title}")
     if not points:
         return f'<svg role="img" aria-label="{label}" width="{frame.width}" height="40"></svg>'
-    top = max(max(lag for _, lag in points), 1)
+    top = max(max(value for _, value in points), 1)
     first, last = points[0][0].timestamp(), points[-1][0].timestamp()
     xs = [frame.x(at.timestamp(), first, last) for at, _ in points]
     baseline = frame.height - frame.bottom + 14
     parts = [
         *_axes(frame, label, top),
-        _polyline(frame, xs, [lag for _, lag in points], top, LAG_COLOR, "lag",
+        _polyline(frame, xs, [value for _, value in points], top, LAG_COLOR, "lag",  # one line: the lag's style
                   runs_of_buckets([at.timestamp() for at, _ in points])),
         f'<text x="{frame.left}" y="{baseline}">{escape(format_time(points[0][0]))}</text>',
     ]
@@ -141,7 +149,7 @@ def svg_lag_chart(series: LagSeries, frame: Frame = Frame()) -> str:
                      f"{escape(format_time(points[-1][0]))}</text>")
     else:
         parts.append(f'<text x="{xs[0] + 8:.1f}" y="{frame.y(points[0][1], top) - 6:.1f}">one measure: '
-                     f"{points[0][1]} records</text>")
-    parts.append(f'<text x="{frame.left}" y="{baseline + 14}"><tspan fill="{LAG_COLOR}">— lag (records not yet '
-                 "copied)</tspan></text></svg>")
+                     f"{points[0][1]} {escape(unit)}</text>")
+    parts.append(f'<text x="{frame.left}" y="{baseline + 14}"><tspan fill="{LAG_COLOR}">— {escape(what)}'
+                 "</tspan></text></svg>")
     return "".join(parts)

@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from replicator.domain.failback import REVERSE_SUFFIX
@@ -60,6 +61,26 @@ def build_lag_series(rows: Iterable[Row]) -> tuple[LagSeries, ...]:
     for row in rows:
         by_topic.setdefault(str(row["topic"]), []).append((row["at"], int(row["lag"])))
     return tuple(LagSeries(t, tuple(sorted(by_topic[t]))) for t in sorted(by_topic, key=topic_order))
+
+
+RATE_GAP = dt.timedelta(minutes=5)  # samples further apart than this: no rate between them (the DAG was off)
+
+
+def build_rates(rows: Iterable[Row]) -> tuple[tuple[dt.datetime, int], ...]:
+    """Records copied per second between consecutive SLA samples, at the later one. None across a gap longer than
+    RATE_GAP or where the count went back (a topic deleted and created again restarts its offsets)."""
+    samples = [(r["at"], int(r["copied"])) for r in rows if r.get("copied") is not None]
+    out = []
+    for (before, copied_before), (at, copied) in pairwise(samples):
+        seconds = (at - before).total_seconds()
+        if 0 < seconds <= RATE_GAP.total_seconds() and copied >= copied_before:
+            out.append((at, round((copied - copied_before) / seconds)))
+    return tuple(out)
+
+
+def build_latencies(rows: Iterable[Row]) -> tuple[tuple[dt.datetime, int], ...]:
+    """The replication latency (ms: the newest heartbeat's age) at each SLA sample that measured it."""
+    return tuple((r["at"], int(r["latency_ms"])) for r in rows if r.get("latency_ms") is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +224,8 @@ class ReplicationPage:
     held_by: Row | None = None  # the failover run that holds the route (its workers are refused), if one does
     workers: tuple[WorkerRow, ...] | None = None  # None: no owner table in this state DB
     held_topics: tuple[Row, ...] = ()  # paused by the operator or moved by a per-topic failover
+    rates: tuple[tuple[dt.datetime, int], ...] = ()  # records copied per second, over time
+    latencies: tuple[tuple[dt.datetime, int], ...] = ()  # replication latency (ms), over time
     last_sync: SyncView | None = None
 
 
@@ -335,6 +358,8 @@ def build_page(routes: Sequence[str], route: str | None, topic: str | None,
         workers=None if "partition_owners" not in rows else build_workers(rows["partition_owners"]),
         last_sync=build_sync(rows.get("sync_last", ())),
         held_topics=tuple(rows.get("topics_held", ())),
+        rates=build_rates(rows.get("route_samples", ())),
+        latencies=build_latencies(rows.get("route_samples", ())),
     )
 
 

@@ -25,6 +25,7 @@ FAILBACK_TABLE = "mf_failback_run"  # optional: a later migration adds it
 BACKFILL_TABLE = "mf_backfill_run"  # optional too (migration 0009)
 LAG_TABLE = "mf_lag_sample"  # optional too (migration 0013)
 OWNER_TABLE = "mf_partition_owner"  # optional too (migration 0015)
+SAMPLE_TABLE = "mf_route_sample"  # optional too (migration 0017)
 TIME_PARAMS = ("since",)  # parameters bound as date-times, like the columns they are compared with
 
 Row = dict[str, Any]
@@ -97,6 +98,9 @@ def page_rows(connection: Connection, route: str, since: dt.datetime) -> tuple[d
                                        limit=LIMITS["lag_series"])
     if has_column(connection, "mf_checkpoint", "target_end"):
         rows["checkpoint_lags"] = run_query(connection, "checkpoint_lags", route=route, limit=LIMITS["checkpoints"])
+    if has_table(connection, SAMPLE_TABLE):
+        rows["route_samples"] = run_query(connection, "route_samples", route=route, since=since,
+                                          limit=LIMITS["lag_series"])
     if has_table(connection, OWNER_TABLE):
         rows["partition_owners"] = run_query(connection, "partition_owners", route=route,
                                              limit=LIMITS["partition_owners"])

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Sequence
 from functools import cache
 from urllib.parse import urlencode
 
 from jinja2 import DictLoader, Environment, Template, select_autoescape
 from markupsafe import Markup
 
-from replicator.ui.chart import svg_chart, svg_lag_chart
+from replicator.ui.chart import svg_chart, svg_lag_chart, svg_line_chart
 from replicator.ui.page import LagSeries, ReplicationPage, Series, format_seconds, format_time
 
 _PAGE = """<!doctype html>
@@ -49,6 +51,10 @@ run {{ page.held_by.status }}): its workers are refused until a failback, or aft
 {{ page.lag.records if page.lag.records is not none else 'unknown' }}</span> records not yet copied
 <span class="muted">(measured {{ t(page.lag.measured_at) }}; {{ page.lag.note }})</span></div>
 {% else %}<p class="muted">Not measured yet (the DAG mirrorflow_replication_sla measures it every minute).</p>{% endif %}
+{% if page.rates or page.latencies %}<h3>Throughput and latency over time</h3>
+{% if page.rates %}{{ line_chart(page.route, page.rates, "records copied per second over time", "records per second", "records/s") }}{% endif %}
+{% if page.latencies %}{{ line_chart(page.route, page.latencies, "replication latency over time (newest heartbeat's age)", "latency (ms)", "ms") }}{% endif %}
+{% endif %}
 {% if page.lag_series %}<h3>Lag over time, per topic</h3>
 {% for s in page.lag_series %}<h3>{{ s.topic }}</h3>{{ lag_chart(s) }}{% endfor %}{% endif %}
 </section>
@@ -145,9 +151,13 @@ def _lag_chart(series: LagSeries) -> Markup:
     return Markup(svg_lag_chart(series))  # svg_lag_chart escapes every text it writes
 
 
+def _line_chart(name: str, points: Sequence[tuple[dt.datetime, int]], title: str, what: str, unit: str) -> Markup:
+    return Markup(svg_line_chart(name, points, title, what, unit))  # it escapes every text it writes
+
+
 def render_page(page: ReplicationPage) -> str:
     """The whole HTML document of ``page``; every value from the database is escaped."""
-    return _template().render(page=page, link=_link, chart=_chart, lag_chart=_lag_chart, t=format_time,
+    return _template().render(page=page, link=_link, chart=_chart, lag_chart=_lag_chart, line_chart=_line_chart, t=format_time,
                               secs=format_seconds)
 
 

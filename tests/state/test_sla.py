@@ -116,3 +116,19 @@ def test_lag_samples_are_kept_for_a_week_per_route(state_url: str) -> None:
         with store.session() as session:
             kept = {(r.route, r.topic, r.lag) for r in session.scalars(select(LagSampleRow))}
     assert kept == {("r", "orders", 3), ("other", "orders", 9)}
+
+
+def test_route_samples_are_kept_for_a_week_per_route_and_nothing_measured_stores_nothing(state_url: str) -> None:
+    from sqlalchemy import select
+
+    from replicator.state.models import RouteSampleRow
+
+    day = 24 * 3600 * 1000
+    with StateStore(state_url) as store:
+        store.run(lambda s: repo.record_route_sample(s, "r", 0, 100, 1500))
+        store.run(lambda s: repo.record_route_sample(s, "other", 0, 7, None))
+        store.run(lambda s: repo.record_route_sample(s, "r", 8 * day, None, None))  # nothing measured
+        store.run(lambda s: repo.record_route_sample(s, "r", 8 * day + 60_000, 160, 900))
+        with store.session() as session:
+            kept = {(r.route, r.copied, r.latency_ms) for r in session.scalars(select(RouteSampleRow))}
+    assert kept == {("r", 160, 900), ("other", 7, None)}

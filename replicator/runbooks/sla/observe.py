@@ -77,11 +77,12 @@ def observe_route(config: Config, route: RouteConfig, at_ms: int, timeout: float
             beat_ms = newest_heartbeat_ms(config, route, timeout)
         except MirrorFlowError as exc:
             beat_error = str(exc)
-    total = worst = lag_error = None
+    total = worst = lag_error = copied = None
     topics: dict[str, int] = {}
     try:
         partitions = route_status(config, route, timeout)
         total = sum(p.lag for p in partitions)
+        copied = sum(p.committed or 0 for p in partitions if is_application_topic(p.topic))
         top = max(partitions, key=lambda p: p.lag, default=None)
         worst = None if top is None else (top.topic, top.partition, top.lag)
         for p in partitions:
@@ -92,7 +93,7 @@ def observe_route(config: Config, route: RouteConfig, at_ms: int, timeout: float
     run_key, status, missing = _latest_audit(config, route)
     stuck, stuck_error = _stuck(config, route)
     return Observation(route.name, at_ms, beat_ms, beat_error, total, worst, lag_error, run_key, status, missing,
-                       stuck, stuck_error, tuple(sorted(topics.items())))
+                       stuck, stuck_error, tuple(sorted(topics.items())), copied)
 
 
 def _stuck(config: Config, route: RouteConfig) -> tuple[tuple[tuple[str, int], ...], str | None]:

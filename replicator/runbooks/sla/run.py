@@ -56,6 +56,7 @@ def check_route(config: ConfigRef, route_name: str, context: Mapping[str, Any] |
             states, events = step(repo.check_states(session, route.name), results, route.name, at_ms)
             repo.record_step(session, states, events, at_ms)
             repo.record_lag_samples(session, route.name, at_ms, observation.topic_lags)
+            repo.record_route_sample(session, route.name, at_ms, observation.copied, observation.latency_ms)
             return events
 
         events = store.run(record)

@@ -109,7 +109,14 @@ def test_a_stopped_route_alerts_once_and_its_restart_recovers_once(  # type: ign
     with sqlite3.connect(tmp_path / "state.db") as db:  # the page's lag over time: one sample per run and topic
         samples = db.execute("select topic, count(*) from mf_lag_sample where route = ? group by topic",
                              (route,)).fetchall()
+        copied = db.execute("select copied, latency_ms from mf_route_sample where route = ? order by id",
+                            (route,)).fetchall()
     assert samples == [(topic, 6)]
+    # One sample per run: records copied so far (never going back) and the latency, the newest heartbeat's age:
+    # it grew while the route was stopped, and came down once it ran again.
+    assert len(copied) == 6 and [c for c, _ in copied] == sorted(c for c, _ in copied), copied
+    latencies = [latency for _, latency in copied]
+    assert None not in latencies and max(latencies) > latencies[-1], copied
     assert states_now == {"heartbeat": "ok", "lag": "ok", "audit": "ok", "stuck": "ok"}
     worker_logs = "".join(w.output() for w in workers)
     assert TOKEN not in worker_logs

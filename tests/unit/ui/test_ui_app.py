@@ -66,6 +66,8 @@ def test_a_user_gets_the_same_data_as_json(user: TestClient) -> None:
     # (replica end 140 - 118); partition 1's replica end was not read: unknown, not 0.
     assert [(c["partition"], c["source_lag"], c["target_lag"]) for c in data["checkpoints"]] == [
         (0, 30, 22), (1, 0, None)]
+    assert [rate for _, rate in data["rates"]] == [50, 10]  # (4000 - 1000) / 60 s, (4600 - 4000) / 60 s
+    assert [latency for _, latency in data["latencies"]] == [300, 200, 100]
     assert data["last_sync"]["step"] == "metadata" and data["last_sync"]["status"] == "failed"
     assert [c["outcome"] for c in data["last_sync"]["changes"]] == ["applied", "failed"]
 

@@ -14,7 +14,9 @@ from replicator.ui.page import (
     ReplicationPage,
     Series,
     backfill_row,
+    build_latencies,
     build_page,
+    build_rates,
     build_series,
     build_sync,
     build_workers,
@@ -288,3 +290,16 @@ def test_held_topics_are_listed_with_the_dag_that_pauses_and_resumes() -> None:
     assert "<td>audit</td><td class=\"failed\">FAILED_OVER</td>" in html
     assert "<td>orders</td><td class=\"failed\">PAUSED</td><td>2026-11-26 02:01:00Z</td>" in html
     assert 'href="/dags/mirrorflow_topic_pause"' in html
+
+
+def test_records_per_second_between_samples_none_across_a_gap_or_a_count_that_went_back() -> None:
+    rows = [{"at": T0, "copied": 100, "latency_ms": 1200}, {"at": T0 + MINUTE, "copied": 700, "latency_ms": None},
+            {"at": T0 + 2 * MINUTE, "copied": 10, "latency_ms": 800},  # a topic created again: count went back
+            {"at": T0 + 3 * MINUTE, "copied": 70, "latency_ms": 900},
+            {"at": T0 + 20 * MINUTE, "copied": 9999, "latency_ms": 300},  # the DAG was off: no rate across
+            {"at": T0 + 21 * MINUTE, "copied": None, "latency_ms": None}]
+    assert build_rates(rows) == ((T0 + MINUTE, 10), (T0 + 3 * MINUTE, 1))
+    assert build_latencies(rows) == ((T0, 1200), (T0 + 2 * MINUTE, 800), (T0 + 3 * MINUTE, 900),
+                                     (T0 + 20 * MINUTE, 300))
+    html = render_page(build_page(["r"], "r", None, {"route_samples": rows}, None))
+    assert "r: records copied per second over time" in html and "replication latency over time" in html
