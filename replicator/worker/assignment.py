@@ -45,6 +45,7 @@ class Positioner:
         self.report_recreated = report_recreated
         self.failure: str | None = None
         self._reported: dict[tuple[str, int], tuple[int, int]] = {}  # each partition's last lost range
+        self.reset: set[tuple[str, int]] = set()  # of the last ``place``: committed beyond the log's end
 
     def _start_kind(self) -> str:
         return "timestamp" if isinstance(self.route.start, dt.datetime) else str(self.route.start)
@@ -68,6 +69,7 @@ class Positioner:
         committed = (committed_of or (lambda tps: consumer.committed(tps, timeout=15)))(partitions)
         marks = watermarks([(tp.topic, tp.partition) for tp in committed])
         placed = []
+        self.reset = set()
         for tp in committed:
             low, high = marks[(tp.topic, tp.partition)]
             start, position = self._start_kind(), (tp.offset if tp.offset >= 0 else None)
@@ -76,6 +78,8 @@ class Positioner:
                 start, position = "earliest", None
             ts_offset = self._timestamp_offset(consumer, tp) if start == "timestamp" and position is None else None
             decision = start_position(position, low, high, start, ts_offset)
+            if decision.reason == Reason.RESET:
+                self.reset.add((tp.topic, tp.partition))
             self._explain(tp.topic, tp.partition, decision)
             placed.append(TopicPartition(tp.topic, tp.partition, decision.offset))
         return placed
