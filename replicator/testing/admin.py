@@ -89,7 +89,7 @@ class FakeAdmin:
         def describe(name: str) -> Description:
             self._check()
             self.cluster.log(name, 0)  # UNKNOWN_TOPIC_OR_PART for a missing topic
-            return Description(name, self.cluster.topics[name].topic_id)
+            return Description(name, self.cluster.stale_ids.get(name) or self.cluster.topics[name].topic_id)
         return {name: _settled(functools.partial(describe, name)) for name in topics.topic_names}
 
     def create_topics(self, new_topics: list[NewTopic], request_timeout: float = -1) -> dict[str, Future[None]]:

@@ -68,6 +68,8 @@ class FakeCluster:
         self.name = name
         self.cluster_id = f"fake-{name}"
         self.topics: dict[str, FakeTopic] = {}
+        # Topics created again that the brokers still describe by the deleted one's id, for a moment (topic -> id).
+        self.stale_ids: dict[str, str] = {}
         self.groups: dict[str, FakeGroup] = {}
         self.lock = threading.RLock()
         self.transactions = Coordinator(self)

@@ -129,7 +129,8 @@ class Positioner:
 
     def recover(self, consumer: Consumer, key: tuple[str, int], position: int | None) -> int | None:
         """The fetch position fell off the log (retention ran ahead): report, then go on (returns the
-        offset copying goes on from) or fail (None; ``failure`` says why)."""
+        offset copying goes on from) or fail (None; ``failure`` says why). A position past the log's end (the
+        topic created again, or truncated): None, the key in ``reset``: the caller places it afresh."""
         topic, partition = key
         tp = TopicPartition(topic, partition)
         fetch = consumer.position([tp])[0].offset
@@ -140,6 +141,9 @@ class Positioner:
         decision = start_position(position, low, high, "earliest")
         self._explain(topic, partition, decision)
         if self.failure is not None:
+            return None
+        if decision.reason == Reason.RESET:  # past the log's end: created again, or truncated -- placed afresh
+            self.reset.add(key)
             return None
         fetch_from(consumer, TopicPartition(topic, partition, decision.offset))
         return decision.offset

@@ -283,6 +283,7 @@ class GroupMember(ABC):
         return True
 
     def _recover_resets(self, consumer: Consumer) -> None:
+        self.positioner.reset = set()
         for key in sorted(self.resets):
             ledger = self.inflight.ledgers.get(key)
             position = ledger.resume_from() if ledger is not None else None
@@ -292,6 +293,10 @@ class GroupMember(ABC):
                 ledger.moved_to(moved_to)
             self.resets.discard(key)
             self.subscription.force_refresh()
+            if key in self.positioner.reset:  # past its log's end: placed afresh, its topic's id read again
+                self._start_over({key}, "a partition's position is past its log's end (its topic created again, "
+                                        "or truncated): placing it afresh")
+                continue
             if self.paused or key[0] in self.paused_topics:  # a partition assigned afresh fetches
                 consumer.pause([TopicPartition(*key)])
 

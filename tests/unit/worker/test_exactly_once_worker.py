@@ -566,3 +566,33 @@ def test_a_topic_created_again_under_a_running_route_is_copied_once(kafka: FakeK
     got = read_committed(kafka)
     for p in range(PARTITIONS):
         assert [m.value() for m in got[p]][20:] == [f"p{p}-{n}".encode() for n in range(10)], f"partition {p}"
+
+
+def test_records_of_a_topic_created_again_are_not_copied_twice_when_the_brokers_still_give_the_old_id(
+        kafka: FakeKafka) -> None:
+    """Found by the exactly-once fault run (seed 3, eight topic re-creations: 56 duplicates): right after a topic
+    was deleted and created again the brokers still described it by the deleted one's id; the worker placed its
+    partitions from the new log's start under that id, committed the new records' positions with it, then (the
+    new id seen) took them for the deleted topic's and copied the new records again."""
+    produce(kafka["source"], 20)
+    worker = eos_worker(kafka, "a")
+    wait_until(lambda: all_visible(kafka, 20) and positions_at(kafka, 20), what="the first copy", alive=(worker,))
+    source = kafka["source"]
+    with source.lock:
+        old_id = source.topics[TOPIC].topic_id
+        source.delete_topic(TOPIC)
+        source.create_topic(TOPIC, PARTITIONS)
+        source.stale_ids[TOPIC] = old_id  # described by the deleted topic's id for a moment
+        produce(source, 8)
+    threading.Timer(0.5, lambda: source.stale_ids.clear()).start()
+    wait_until(lambda: visible(kafka) == dict.fromkeys(range(PARTITIONS), 28), what="the new records copied",
+               alive=(worker,))
+    wait_until(lambda: worker.worker.subscription.topic_ids.get(TOPIC) == source.topics[TOPIC].topic_id
+               and not worker.worker.unplaced and positions_at(kafka, 8), what="the partitions placed again",
+               alive=(worker,))
+    produce(source, 2, start=8)  # a marker per partition: copied after the 8, none of them again
+    wait_until(lambda: visible(kafka) == dict.fromkeys(range(PARTITIONS), 30), what="the markers", alive=(worker,))
+    assert worker.finish() is None
+    got = read_committed(kafka)
+    for p in range(PARTITIONS):
+        assert [m.value() for m in got[p]][20:] == [f"p{p}-{n}".encode() for n in range(10)], f"partition {p}"
