@@ -283,21 +283,23 @@ class RouteWorker(GroupMember):
             self._start_over(reseek, "partitions stuck: placing them again from the committed positions")
 
     def _watch_placing(self, ends: dict[TP, int]) -> bool:
-        """Placing that has failed for ``stuck_after`` s (at most PLACING_GIVE_UP_S), both clusters answering
-        (this look read the source's ends of those partitions): the clients no longer get the answers the
-        clusters give others: new clients. True when renewed."""
+        """Placing that has failed for ``stuck_after`` s (at most PLACING_GIVE_UP_S) while the source answers
+        (this look, a client of its own, read the ends of those partitions): the worker's clients no longer get
+        the answers the cluster gives others: new clients. True when renewed. Not gated on what the worker's own
+        clients last said of the source: a wedged consumer's last word was "all brokers down", and it never
+        takes it back (the exactly-once fault run, seed 8)."""
         since = self.placing_failed_since
         if since is None or self._consumer is None:
             return False
         now = time.monotonic()
-        if self.links.down or not any(key in ends for key in self.unplaced):
-            self.placing_failed_since = now  # a cluster away explains it: watched afresh once both answer
+        if not any(key in ends for key in self.unplaced):
+            self.placing_failed_since = now  # the source does not answer the look either: watched afresh
             return False
         if now - since < min(self.route.stuck_after, PLACING_GIVE_UP_S):
             return False
         self.placing_failed_since = None
         metrics.STUCK.labels(self.route.name, Remedy.REJOIN.value).inc()
-        self._renew_clients(f"placing partitions has failed for {now - since:.0f} s while both clusters answer")
+        self._renew_clients(f"placing partitions has failed for {now - since:.0f} s while the source answers")
         return True
 
     def _share_limit(self) -> None:

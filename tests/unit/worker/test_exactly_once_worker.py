@@ -524,6 +524,8 @@ def test_a_source_consumer_that_gets_no_more_answers_is_replaced_with_the_member
     deaf, member = worker.worker.consumer, worker.worker._member
     wedged = threading.Event()
     deaf.deafen(close_blocks=wedged)  # type: ignore[attr-defined]
+    # Its last word of the source was "all brokers down" (the broker restarted), never taken back (seed 8).
+    worker.worker.links.error("source", KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
     produce(kafka["source"], 30, start=20)
     wait_until(lambda: all_visible(kafka, 50) and positions_at(kafka, 50), timeout=30,
                what="the copy by new clients", alive=(worker,))

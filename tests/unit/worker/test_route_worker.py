@@ -561,6 +561,8 @@ def test_a_consumer_that_gets_no_more_answers_is_replaced_once_placing_has_faile
     wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
     deaf = worker.worker.consumer
     deaf.deafen()  # type: ignore[attr-defined]
+    # Its last word of the source was "all brokers down" (the broker restarted), never taken back (seed 8).
+    worker.worker.links.error("source", KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
     produce(kafka["source"], 30, start=20)
     wait_until(lambda: all_copied(kafka), timeout=30, what="the copy by a new consumer", alive=(worker,))
     said = [r.getMessage() for r in caplog.records]
