@@ -56,7 +56,7 @@ class FakeConsumer:
         self.stuck: set[TP] = set()  # after a failed reset: seek refused until assigned again
         self.silenced: dict[TP, bool] = {}  # fetched no more, without a word -> whether a seek cures it
         self.deaf = False  # no answer from its cluster any more, though the cluster answers other clients
-        self.close_blocks: threading.Event | None = None  # deaf and wedged: close() waits for this event
+        self.close_blocks: threading.Event | None = None  # a wedged close: it waits for this event
         # librdkafka resolves a logical offset given to assign (OFFSET_BEGINNING/END) by a query answered
         # later; a seek before the answer makes it outdated, and librdkafka (<= 2.16, rdkafka_partition.c,
         # "outdated offset response") then asks again and applies that answer over the seek.
@@ -372,7 +372,7 @@ class FakeConsumer:
         if self.fatal is not None:
             self.closed = True
             return
-        if self.deaf and self.close_blocks is not None:
+        if self.close_blocks is not None:
             self.close_blocks.wait()  # what it waits for never answers (until the test says so)
         if self.joined:
             self.unsubscribe()

@@ -216,10 +216,11 @@ class ExactlyOnceWorker(TargetMember):
             self._run_key, self.route.name, self.identity, self._counts["committed"], self._counts["aborted"],
             self._started, dt.datetime.now(dt.UTC)))
 
-    def _commit_now(self, keys: set[TP] | None = None) -> None:
+    def _commit_now(self, keys: set[TP] | None = None, asynchronous: bool = False) -> None:
         """Commit the open transaction now (a hand-over, a stop): what is in flight first. What cannot commit
         within the hand-over time is aborted: a transaction left open past a hand-over would later commit
-        records of partitions another worker copies again."""
+        records of partitions another worker copies again (``asynchronous``: a transaction is committed whole
+        or not at all; the argument is the at-least-once worker's)."""
         if not self._open:
             return
         self._doubt_producer()

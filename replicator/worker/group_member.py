@@ -70,6 +70,7 @@ class GroupMember(ABC):
     _producer: Producer | None
     _abandoned: set[int]  # ids of clients whose close did not return (left behind): their late callbacks ignored
     reset_rechecked: set[TP]  # committed past their log's end, held once (see ``_hold_resets``): placed next time
+    renewing: bool  # the source consumer is being closed to be replaced (see ``_renew_consumer``)
 
     @property
     def consumer(self) -> Consumer:
@@ -130,12 +131,17 @@ class GroupMember(ABC):
 
     def _renew_consumer(self, reason: str | None, wedged: bool = False) -> None:
         """Close the source consumer (what it holds is handed over: flushed and committed first) and
-        join with a new one, subscribed as the old one was. ``wedged``: it stopped getting answers, its close
-        may never return: see ``_close_client``."""
+        join with a new one, subscribed as the old one was. Whatever the reason, the old one may have lost its
+        coordinator (a topic created again, a source restarted): its close is bounded (``_close_client``) and its
+        hand-over commits without waiting. ``wedged``: kept for the callers that know it stopped answering."""
         if reason is not None:
             log.warning("source consumer renewed route=%s reason=%r", self.route.name, reason)
         if self._consumer is not None:
-            self._close_client(self._consumer, "the source consumer", wedged)
+            self.renewing = True
+            try:
+                self._close_client(self._consumer, "the source consumer", wedged=True)
+            finally:
+                self.renewing = False
         self._forget(set(self.inflight.ledgers) | self.unplaced)
         self._consumer = self._new_consumer()
         self._subscribe(sorted(self.subscription.partitions))
@@ -155,10 +161,13 @@ class GroupMember(ABC):
             except (KafkaException, RuntimeError) as exc:  # a consumer a fatal error left unusable
                 log.debug("closing %s route=%s error=%s", what, self.route.name, exc)
             return
-        if not close_within(client.close, self.timeouts.close):
+        # Its revocation (served by the close) hands over within ``handover`` s first: waited for, so that no
+        # callback of it runs once the worker goes on.
+        wait = self.timeouts.handover + self.timeouts.close
+        if not close_within(client.close, wait):
             self._abandoned.add(id(client))
-            log.warning("%s did not close in %.0f s: left behind, a new one takes over route=%s", what,
-                        self.timeouts.close, self.route.name)
+            log.warning("%s did not close in %.0f s: left behind, a new one takes over route=%s", what, wait,
+                        self.route.name)
 
     def _left_behind(self, client: Consumer) -> bool:
         """True for a client left behind by ``_close_client``: what it still calls back is not this worker's."""
@@ -329,7 +338,9 @@ class GroupMember(ABC):
         keys = {(tp.topic, tp.partition) for tp in partitions}
         if any(self.inflight.owns(key) for key in keys):
             self._settle(self.timeouts.handover)
-            self._commit_now(keys)
+            # Renewing the consumer, it may have lost its coordinator: a commit that waits for one could block the
+            # close for good (a CI fault run: 45 s, then the worker was killed). Not waited for: at most repeats.
+            self._commit_now(keys, asynchronous=self.renewing)
         self._forget(keys)
         consumer.incremental_unassign(partitions)
         log.info("revoked route=%s partitions=%s", self.route.name,
@@ -404,12 +415,15 @@ class GroupMember(ABC):
             if (left == 0 and not self.inflight.syncs) or time.monotonic() >= deadline:
                 return left + len(self.inflight.syncs)
 
-    def _commit_now(self, keys: set[TP] | None = None) -> None:
+    def _commit_now(self, keys: set[TP] | None = None, asynchronous: bool = False) -> None:
         consumer = self.consumer
         self.inflight.dirty.update(self.inflight.ledgers if keys is None else keys & set(self.inflight.ledgers))
         self._store_offsets()
         try:
-            consumer.commit(asynchronous=False)
+            if asynchronous:
+                consumer.commit(asynchronous=True)
+            else:
+                consumer.commit(asynchronous=False)
             metrics.COMMITS.labels(self.route.name, "ok").inc()
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError._NO_OFFSET:

@@ -150,6 +150,7 @@ class RouteWorker(GroupMember):
         self._rejoin_at: float | None = None  # when to replace a consumer the group refused (worker id held)
         self._abandoned: set[int] = set()  # clients left behind still closing (see GroupMember._close_client)
         self.reset_rechecked: set[TP] = set()  # see GroupMember._hold_resets
+        self.renewing = False  # see GroupMember._renew_consumer
         self._recreations_seen = 0
         self._target_checked_at = 0.0
         self._lag_at = 0.0

@@ -535,7 +535,7 @@ def test_a_source_consumer_that_gets_no_more_answers_is_replaced_with_the_member
     assert len(renewed) == 1 and "placing partitions has failed for" in renewed[0], said
     assert worker.worker.consumer is not deaf and worker.worker._member is not member
     # Its close never returned (a later chaos run, same seed): it was left behind and the worker went on.
-    assert any(m.startswith("the source consumer did not close in 0 s: left behind") for m in said), said
+    assert any(m.startswith("the source consumer did not close in") and "left behind" in m for m in said), said
     assert worker.finish() is None
     wedged.set()
     assert_exactly_once(kafka)

@@ -602,3 +602,29 @@ def test_each_partition_is_recorded_with_the_worker_that_placed_it_until_that_wo
         assert b.finish() is None
     assert store.run(lambda s: partition_owners(s, "r")) == {}
     store.close()
+
+
+def test_a_consumer_renewed_for_a_topic_created_again_whose_close_never_returns_is_left_behind(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by CI's fault run (seed 11): the source restarted, then a topic was created again; the worker renewed
+    its consumer, whose close (its hand-over's commit waiting for a coordinator) did not return: the worker did
+    not stop within 40 s of SIGTERM and was killed. A renewed consumer now gets a bounded close."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    produce(kafka["source"], 20)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    wedged, old = threading.Event(), worker.worker.consumer
+    old.close_blocks = wedged  # type: ignore[attr-defined]
+    source = kafka["source"]
+    with source.lock:
+        source.delete_topic(TOPIC)
+        source.create_topic(TOPIC, PARTITIONS)
+        produce(source, 5)
+    wait_until(lambda: "the source consumer did not close in" in caplog.text, what="the old consumer left behind",
+               alive=(worker,))
+    old.group.expire(old.member_id)  # type: ignore[attr-defined]  # its session ends (45 s on brokers)
+    wait_until(lambda: all(len(kafka["target"].records(REPLICA, p)) >= 25 for p in range(PARTITIONS)),
+               timeout=30, what="the new topic copied by a new consumer", alive=(worker,))
+    assert "the source consumer did not close in" in caplog.text
+    assert worker.finish() is None  # it stops when asked
+    wedged.set()
