@@ -41,7 +41,7 @@ DEFAULT_CONFIG_PATH = Path("mirrorflow.yaml")
 DEFAULT_STATE_URL = "sqlite:///.mirrorflow/state.db"
 
 Scalar = str | int | float | bool
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ENV_REF = re.compile(r"\$\{(?:([A-Za-z_][A-Za-z0-9_]*)|file:([^}]+))\}")
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 
@@ -65,6 +65,30 @@ def _properties(raw: Any, where: str) -> dict[str, str]:
         if not isinstance(value, Scalar):
             raise KeyProblem(f"{where}.{key}", "must be a string, number or boolean")
         out[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
+
+
+# Client properties that name a file (or, for the CA, a folder) the client reads when it starts.
+FILE_PROPERTIES = ("ssl.ca.location", "ssl.crl.location", "ssl.certificate.location", "ssl.key.location",
+                   "ssl.keystore.location", "sasl.kerberos.keytab")
+
+
+def _unreadable_files(properties: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``(key, problem)`` for each file a client would fail to read: said at load, naming the key and the path,
+    not later as librdkafka's "ssl.key.location failed: system lib" from whichever command met it first."""
+    out = []
+    for key in FILE_PROPERTIES:
+        path = properties.get(key)
+        if not path or (key == "ssl.ca.location" and path == "probe"):  # probe: the system's CA store
+            continue
+        try:
+            if os.path.isdir(path) and key in ("ssl.ca.location", "ssl.crl.location"):
+                os.listdir(path)
+            else:
+                with open(path, "rb"):
+                    pass
+        except OSError as exc:
+            out.append((key, f"cannot read {path}: {exc.strerror}"))
     return out
 
 
@@ -312,6 +336,8 @@ class Config(_Frozen):
                 raise KeyProblem(f".{name}.{key}", why)
             if not properties.get("bootstrap.servers", "").strip():
                 raise KeyProblem(f".{name}", "missing required key 'bootstrap.servers'")
+            for key, problem in _unreadable_files(properties):
+                raise KeyProblem(f".{name}.{key}", problem)
             clusters[str(name)] = {"name": str(name), "properties": properties}
         return clusters
 
@@ -393,18 +419,34 @@ def _describe(error: Mapping[str, Any]) -> str:
     return f"{path}: {message}" if path else message
 
 
-def _expand_env(node: Any, environ: Mapping[str, str], path: str) -> Any:
-    """Replace ``${NAME}`` in string values with the environment variable NAME."""
+def _expand_env(node: Any, environ: Mapping[str, str], path: str, base: Path = Path(".")) -> Any:
+    """Replace ``${NAME}`` in string values with the environment variable NAME, and ``${file:PATH}`` with the
+    contents of the file PATH (relative to ``base``, the config file's folder; one final newline dropped)."""
     if isinstance(node, Mapping):
-        return {k: _expand_env(v, environ, f"{path}.{k}" if path else str(k)) for k, v in node.items()}
+        return {k: _expand_env(v, environ, f"{path}.{k}" if path else str(k), base) for k, v in node.items()}
     if isinstance(node, list):
-        return [_expand_env(v, environ, f"{path}[{i}]") for i, v in enumerate(node)]
+        return [_expand_env(v, environ, f"{path}[{i}]", base) for i, v in enumerate(node)]
     if isinstance(node, str):
-        missing = [name for name in _ENV_REF.findall(node) if name not in environ]
-        if missing:
-            raise ConfigError(f"{path}: environment variable {missing[0]} is not set")
-        return _ENV_REF.sub(lambda m: environ[m.group(1)], node)
+        return _ENV_REF.sub(lambda m: _reference(m, environ, path, base), node)
     return node
+
+
+def _reference(match: re.Match[str], environ: Mapping[str, str], path: str, base: Path) -> str:
+    """The value of one ``${...}``; a variable not set or a file that cannot be read is an error naming the key
+    (never the value)."""
+    name, file = match.group(1), match.group(2)
+    if name is not None:
+        if name not in environ:
+            raise ConfigError(f"{path}: environment variable {name} is not set")
+        return environ[name]
+    target = base / Path(file).expanduser()
+    try:
+        text = target.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the file {target}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: the file {target} is not UTF-8 text") from None
+    return text.removesuffix("\n").removesuffix("\r")
 
 
 def parse_config(text: str, source: str = "mirrorflow.yaml", environ: Mapping[str, str] = {}) -> Config:
@@ -420,7 +462,7 @@ def parse_config(text: str, source: str = "mirrorflow.yaml", environ: Mapping[st
     if not isinstance(raw, Mapping):
         raise ConfigError("the file must be a YAML mapping with a 'clusters' key", source)
     try:
-        return Config.model_validate(_expand_env(raw, environ, ""))
+        return Config.model_validate(_expand_env(raw, environ, "", Path(source).parent))
     except ConfigError as exc:
         raise ConfigError(exc.problems, source) from None
     except ValidationError as exc:

@@ -98,6 +98,25 @@ def test_bad_config_names_key_path_and_problem(case: str, text: str, expected: s
     assert caught.value.exit_code == 2
 
 
+def test_a_secret_comes_from_a_file_named_relative_to_the_config(tmp_path: Path) -> None:
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "backup.password").write_text("s3cr3t-from-file\n")
+    text = GOOD.replace('"${PW}"', '"${file:secrets/backup.password}"')
+    (tmp_path / "m.yaml").write_text(text)
+    config = load_config(tmp_path / "m.yaml", {})
+    assert config.cluster("backup").client_properties()["sasl.password"] == "s3cr3t-from-file"
+    assert "s3cr3t" not in str(config.cluster("backup").redacted())
+
+
+def test_a_secret_file_that_cannot_be_read_is_named_without_its_contents(tmp_path: Path) -> None:
+    text = GOOD.replace('"${PW}"', f'"${{file:{tmp_path}/nope}}"')
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, environ={})
+    assert f"clusters.backup.sasl.password: cannot read the file {tmp_path}/nope: No such file or directory" in (
+        str(caught.value))
+    assert caught.value.exit_code == 2
+
+
 def test_missing_file_and_unknown_route(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"config file not found: .*nope.yaml"):
         load_config(tmp_path / "nope.yaml", {})
@@ -173,3 +192,16 @@ def test_a_guarantee_setting_that_cannot_be_honoured_is_refused(fields: str, nam
     with pytest.raises(ConfigError) as refused:
         parse_config(ROUTE_EOS % fields)
     assert named in str(refused.value)
+
+
+def test_a_tls_file_that_cannot_be_read_is_refused_at_load_naming_the_key(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    text = GOOD.replace('sasl.password: "${PW}"', f'sasl.password: "${{PW}}", ssl.ca.location: "{ca}", '
+                        f'ssl.key.location: "{tmp_path}/client.key"')
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, environ=ENV)
+    assert str(caught.value).endswith(
+        f"clusters.backup.ssl.key.location: cannot read {tmp_path}/client.key: No such file or directory")
+    assert caught.value.exit_code == 2 and "hunter2" not in str(caught.value)
+    parse_config(text.replace(f', ssl.key.location: "{tmp_path}/client.key"', ""), environ=ENV)  # the CA is read
