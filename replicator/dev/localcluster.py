@@ -55,6 +55,23 @@ logger.request.level = WARN
 
 
 @dataclass(frozen=True, slots=True)
+class TlsListener:
+    """A TLS listener of a local cluster: ``SASL_SSL`` (SCRAM-SHA-256/512 logins) or ``SSL`` (with
+    ``client_auth``, only clients with a certificate the truststore's CA signed get in: mutual TLS)."""
+
+    name: str  # the listener's name in server.properties (not PLAINTEXT, CONTROLLER, PROXIED)
+    port: int
+    protocol: str  # SASL_SSL | SSL
+    keystore: Path  # PEM: the broker's key, then its certificate chain
+    truststore: Path  # PEM: the CA that signs client certificates
+    client_auth: bool = False
+
+    def bootstrap_servers(self, host: str) -> str:
+        """``host:port`` of this listener."""
+        return f"{host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
 class LocalClusterSpec:
     """What a local cluster looks like; every option later work needs is here."""
 
@@ -77,6 +94,10 @@ class LocalClusterSpec:
     # clients of the main listener talk to the broker directly (fault tests).
     proxied_port: int | None = None
     proxy_advertised: str | None = None
+    # TLS listeners (SASL_SSL with SCRAM, SSL with or without client certificates), and the SCRAM users
+    # (name -> password) that ``LocalCluster.start`` creates for both SCRAM-SHA-256 and SCRAM-SHA-512.
+    tls_listeners: tuple[TlsListener, ...] = ()
+    scram_users: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -127,35 +148,68 @@ def server_properties(spec: LocalClusterSpec) -> dict[str, str]:
         props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
         props["super.users"] = ";".join(spec.super_users)
     if spec.sasl_port is not None:
-        props.update(_sasl_listener(spec))
+        props.update(_sasl_listener(spec, props))
     if spec.proxied_port is not None:
         props.update(_proxied_listener(spec, props))
+    for listener in spec.tls_listeners:
+        props.update(_tls_listener(spec, listener, props))
+    if spec.tls_listeners:
+        # An mTLS client's principal is its certificate's CN (User:mirrorflow), not the whole subject.
+        props["ssl.principal.mapping.rules"] = "RULE:^CN=([^,]+).*$/$1/,DEFAULT"
     props.update(spec.extra_properties)
     return props
+
+
+def _with_listener(props: Mapping[str, str], name: str, bind: str, advertised: str,
+                   protocol: str) -> dict[str, str]:
+    """``listeners``, ``advertised.listeners`` and the protocol map of ``props`` with one more listener."""
+    listeners = props["listeners"].split(",")
+    listeners.insert(-1, f"{name}://{bind}")  # CONTROLLER stays last
+    return {
+        "listeners": ",".join(listeners),
+        "advertised.listeners": f"{props['advertised.listeners']},{name}://{advertised}",
+        "listener.security.protocol.map": f"{props['listener.security.protocol.map']},{name}:{protocol}",
+    }
+
+
+_SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _tls_listener(spec: LocalClusterSpec, listener: TlsListener, props: Mapping[str, str]) -> dict[str, str]:
+    if listener.protocol not in ("SASL_SSL", "SSL"):
+        raise ClusterError(f"cluster {spec.name}: listener {listener.name}: protocol {listener.protocol!r} "
+                           "is not a TLS one (SASL_SSL or SSL)")
+    address = listener.bootstrap_servers(spec.host)
+    out = _with_listener(props, listener.name, address, address, listener.protocol)
+    prefix = f"listener.name.{listener.name.lower()}."
+    out.update({
+        f"{prefix}ssl.keystore.type": "PEM",
+        f"{prefix}ssl.keystore.location": str(listener.keystore),
+        f"{prefix}ssl.truststore.type": "PEM",
+        f"{prefix}ssl.truststore.location": str(listener.truststore),
+        f"{prefix}ssl.client.auth": "required" if listener.client_auth else "none",
+    })
+    if listener.protocol == "SASL_SSL":
+        out[f"{prefix}sasl.enabled.mechanisms"] = ",".join(_SCRAM)
+        for mechanism in _SCRAM:
+            out[f"{prefix}{mechanism.lower()}.sasl.jaas.config"] = (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;")
+    return out
 
 
 def _proxied_listener(spec: LocalClusterSpec, props: Mapping[str, str]) -> dict[str, str]:
     """The PROXIED listener added to whatever listeners ``props`` already has."""
     if not spec.proxy_advertised:
         raise ClusterError(f"cluster {spec.name}: proxied_port needs proxy_advertised (the proxy's host:port)")
-    listeners, advertised, protocols = (props["listeners"].split(","), props["advertised.listeners"],
-                                        props["listener.security.protocol.map"])
-    listeners.insert(-1, f"PROXIED://{spec.host}:{spec.proxied_port}")  # CONTROLLER stays last
-    return {
-        "listeners": ",".join(listeners),
-        "advertised.listeners": f"{advertised},PROXIED://{spec.proxy_advertised}",
-        "listener.security.protocol.map": f"{protocols},PROXIED:PLAINTEXT",
-    }
+    return _with_listener(props, "PROXIED", f"{spec.host}:{spec.proxied_port}", spec.proxy_advertised, "PLAINTEXT")
 
 
-def _sasl_listener(spec: LocalClusterSpec) -> dict[str, str]:
+def _sasl_listener(spec: LocalClusterSpec, props: Mapping[str, str]) -> dict[str, str]:
     users = " ".join(f'user_{name}="{password}"' for name, password in spec.sasl_users.items())
+    address = f"{spec.host}:{spec.sasl_port}"
     return {
-        "listeners": f"PLAINTEXT://{spec.host}:{spec.port},SASL_PLAINTEXT://{spec.host}:{spec.sasl_port},"
-                     f"CONTROLLER://{spec.host}:{spec.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{spec.host}:{spec.port},SASL_PLAINTEXT://{spec.host}:{spec.sasl_port}",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-        "sasl.enabled.mechanisms": "PLAIN",
+        **_with_listener(props, "SASL_PLAINTEXT", address, address, "SASL_PLAINTEXT"),
+        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config":
             f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
     }
@@ -242,6 +296,34 @@ class LocalCluster:
             self._format()
         self._launch()
         self.wait_ready(timeout)
+        self._add_scram_users()
+
+    def _add_scram_users(self) -> None:
+        """Create (or set again) the spec's SCRAM users, for both mechanisms, over the PLAINTEXT listener."""
+        if not self.spec.scram_users:
+            return
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import (
+            ScramCredentialInfo,
+            ScramMechanism,
+            UserScramCredentialAlteration,
+            UserScramCredentialUpsertion,
+        )
+
+        from replicator.kafka.admin import admin_client
+
+        admin = admin_client(self.spec.bootstrap_servers)
+        # A request may name each user once: one request per mechanism.
+        for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512):
+            upserts: list[UserScramCredentialAlteration] = [
+                UserScramCredentialUpsertion(user, ScramCredentialInfo(mechanism, 4096), password.encode())
+                for user, password in self.spec.scram_users.items()]
+            for user, future in admin.alter_user_scram_credentials(upserts, request_timeout=15).items():
+                try:
+                    future.result(timeout=20)
+                except KafkaException as exc:
+                    raise ClusterError(f"cluster {self.spec.name}: creating SCRAM user {user}: "
+                                       f"{exc.args[0].str()}") from None
 
     def _write_config(self) -> None:
         (self._home / "logs").mkdir(parents=True, exist_ok=True)
@@ -304,7 +386,7 @@ class LocalCluster:
                     f"last lines of {self.log_file}:\n{self._log_tail()}"
                 )
             try:
-                cluster_metadata(self.spec.bootstrap_servers, timeout=1.0)
+                cluster_metadata(self.spec.bootstrap_servers, timeout=1.0, explain=False)
                 return
             except ClusterError:
                 if time.monotonic() > deadline:
@@ -370,7 +452,7 @@ class LocalCluster:
         topics: tuple[str, ...] = ()
         if pid is not None:
             try:
-                topics = cluster_metadata(self.spec.bootstrap_servers, timeout=3.0).topics
+                topics = cluster_metadata(self.spec.bootstrap_servers, timeout=3.0, explain=False).topics
             except ClusterError:
                 pass
         return ClusterStatus(

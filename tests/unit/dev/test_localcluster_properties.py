@@ -76,3 +76,34 @@ def test_proxied_listener_needs_the_proxy_address() -> None:
 
     with pytest.raises(ClusterError, match="proxied_port needs proxy_advertised"):
         server_properties(_spec(proxied_port=19095))
+
+
+def test_tls_listeners_sasl_ssl_with_scram_and_mutual_tls() -> None:
+    from replicator.dev.localcluster import TlsListener
+
+    secure = TlsListener("SECURE", 19096, "SASL_SSL", Path("/t/broker.keystore.pem"), Path("/t/ca.pem"))
+    mtls = TlsListener("MTLS", 19097, "SSL", Path("/t/broker.keystore.pem"), Path("/t/ca.pem"), client_auth=True)
+    props = server_properties(_spec(tls_listeners=(secure, mtls), scram_users={"mirrorflow": "pw"}))
+    assert props["listeners"] == ("PLAINTEXT://127.0.0.1:19092,SECURE://127.0.0.1:19096,MTLS://127.0.0.1:19097,"
+                                  "CONTROLLER://127.0.0.1:19093")
+    assert props["advertised.listeners"] == ("PLAINTEXT://127.0.0.1:19092,SECURE://127.0.0.1:19096,"
+                                             "MTLS://127.0.0.1:19097")
+    assert props["listener.security.protocol.map"].endswith(",SECURE:SASL_SSL,MTLS:SSL")
+    assert props["listener.name.secure.sasl.enabled.mechanisms"] == "SCRAM-SHA-256,SCRAM-SHA-512"
+    assert "ScramLoginModule required;" in props["listener.name.secure.scram-sha-512.sasl.jaas.config"]
+    assert props["listener.name.secure.ssl.client.auth"] == "none"
+    assert props["listener.name.mtls.ssl.client.auth"] == "required"
+    assert props["listener.name.mtls.ssl.keystore.type"] == "PEM"
+    assert props["listener.name.mtls.ssl.truststore.location"] == "/t/ca.pem"
+    assert "pw" not in "".join(props.values())  # SCRAM users are created through the admin API, not here
+    assert props["ssl.principal.mapping.rules"].startswith("RULE:^CN=")
+
+
+def test_a_tls_listener_must_use_a_tls_protocol() -> None:
+    import pytest
+
+    from replicator.dev.localcluster import TlsListener
+    from replicator.errors import ClusterError
+
+    with pytest.raises(ClusterError, match="listener X: protocol 'SASL_PLAINTEXT' is not a TLS one"):
+        server_properties(_spec(tls_listeners=(TlsListener("X", 1, "SASL_PLAINTEXT", Path("k"), Path("c")),)))
