@@ -10,6 +10,8 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from replicator.errors import ClusterError
+from replicator.kafka import tls_probe
+from replicator.kafka.refusal import refusal, speaks_tls_hint
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,18 +37,36 @@ def admin_client(bootstrap_or_properties: str | Mapping[str, object]) -> AdminCl
 
 
 def cluster_metadata(
-    bootstrap_or_properties: str | Mapping[str, str], timeout: float = 5.0
+    bootstrap_or_properties: str | Mapping[str, str], timeout: float = 5.0, explain: bool = True
 ) -> ClusterMetadata:
-    """Ask the cluster for its metadata; ClusterError when it does not answer in time."""
-    if isinstance(bootstrap_or_properties, str):
-        bootstrap_or_properties = {"bootstrap.servers": bootstrap_or_properties}
+    """Ask the cluster for its metadata; ClusterError when it does not answer in time (``retriable``) or
+    refuses us (not retriable: a password, a certificate, a protocol that does not match its listener).
+    ``explain=False``: no TLS handshake of our own to say why a plaintext client got no answer (a broker
+    that is starting, polled every second)."""
+    return _connect(bootstrap_or_properties, timeout, explain)[1]
+
+
+def connected_admin(properties: Mapping[str, object], timeout: float = 5.0) -> AdminClient:
+    """An AdminClient that got the cluster's metadata: what a command makes before its first request, so that a
+    cluster refusing us is named (``cluster_metadata``'s errors) instead of failing the first request vaguely."""
+    return _connect(properties, timeout)[0]
+
+
+def _connect(bootstrap_or_properties: str | Mapping[str, object], timeout: float,
+             explain: bool = True) -> tuple[AdminClient, ClusterMetadata]:
+    properties = ({"bootstrap.servers": bootstrap_or_properties} if isinstance(bootstrap_or_properties, str)
+                  else dict(bootstrap_or_properties))
     refusals: list[KafkaError] = []  # why the connection failed, when the broker said so
 
     def on_error(error: KafkaError) -> None:
-        if error.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL) or error.fatal():
+        if not refusals and refusal(error) is not None:  # the first says why; the client may live on
             refusals.append(error)
 
-    client = admin_client({**bootstrap_or_properties, "error_cb": on_error})
+    try:
+        client = admin_client({**properties, "error_cb": on_error})
+    except KafkaException as exc:  # a setting librdkafka refuses to start with (a file it cannot load)
+        raise ClusterError(f"client settings refused: {exc.args[0].str()}", retriable=False) from None
+    settings = {k: str(v) for k, v in properties.items() if isinstance(v, str | int | float | bool)}
     deadline = time.monotonic() + timeout
     while True:  # in short steps: a refused login is reported at once, not after the timeout
         try:
@@ -56,21 +76,35 @@ def cluster_metadata(
             error = exc.args[0]
             client.poll(0)  # serve the error callbacks
             if refusals:
-                raise ClusterError(_refusal(refusals[0]), retriable=False) from None
+                raise ClusterError(_explained(refusals[0], settings), retriable=False) from None
             if time.monotonic() >= deadline:
+                if explain:
+                    _raise_if_tls_listener(settings)
                 raise ClusterError(f"cluster did not answer a metadata request: {error.str()}",
                                    retriable=True) from None  # down or cut off: it may answer later
     topics = tuple(sorted(name for name in meta.topics if not name.startswith("__")))
-    return ClusterMetadata(cluster_id=meta.cluster_id, brokers=len(meta.brokers), topics=topics)
+    return client, ClusterMetadata(cluster_id=meta.cluster_id, brokers=len(meta.brokers), topics=topics)
 
 
-def _refusal(error: KafkaError) -> str:
-    """What the client said about a refused connection (librdkafka never includes passwords)."""
-    if error.code() == KafkaError._AUTHENTICATION:
-        return f"authentication failed (check sasl.username / sasl.password / sasl.mechanism): {error.str()}"
-    if error.code() == KafkaError._SSL:
-        return f"TLS handshake failed (check ssl.* and security.protocol): {error.str()}"
-    return error.str()
+def _explained(error: KafkaError, properties: Mapping[str, str]) -> str:
+    """The refusal in one line; a broker certificate that failed verification is looked at (expired, another
+    host's, an unknown CA) with one handshake of our own, as librdkafka does not say which."""
+    if error.code() == KafkaError._SSL and "certificate verify failed" in error.str():
+        seen = tls_probe.probe(properties["bootstrap.servers"], properties)
+        if seen.problem is not None:
+            return f"TLS: {tls_probe.certificate_hint(seen.problem)} ({seen.address})"
+    return refusal(error) or error.str()
+
+
+def _raise_if_tls_listener(properties: Mapping[str, str]) -> None:
+    """A plaintext client gets no answer at all from a TLS listener: when the listener answers a TLS handshake,
+    that is the cause, and final."""
+    protocol = properties.get("security.protocol", "PLAINTEXT")
+    if protocol.upper() not in ("PLAINTEXT", "SASL_PLAINTEXT"):
+        return
+    seen = tls_probe.probe(properties["bootstrap.servers"], properties, verify=False)
+    if seen.tls:
+        raise ClusterError(speaks_tls_hint(protocol, seen.address), retriable=False)
 
 
 def create_topics(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import OffsetSpec
 
 from replicator.config import Config, RouteConfig
 from replicator.domain.commit_metadata import decode_note
@@ -16,6 +16,7 @@ from replicator.domain.partition_state import Facts, PartitionState, state_of
 from replicator.domain.route_topic import DesiredState
 from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError, ConfigError
+from replicator.kafka.admin import connected_admin
 from replicator.kafka.clients import admin_settings
 from replicator.kafka.groups import SETTLING
 from replicator.kafka.topics import source_partitions
@@ -47,7 +48,12 @@ class PartitionStatus:
 
 def route_status(config: Config, route: RouteConfig, timeout: float = 15.0) -> list[PartitionStatus]:
     """Ask the source cluster for the route's committed offsets and the partitions' ends."""
-    admin = AdminClient(admin_settings(config.cluster(route.source).client_properties()))
+    try:
+        admin = connected_admin(admin_settings(config.cluster(route.source).client_properties()), min(timeout, 5.0))
+    except ClusterError as exc:  # refused (named), or not answering
+        raise ClusterError(f"route {route.name}: source {route.source!r} "
+                           f"({config.cluster(route.source).bootstrap_servers}): {exc}",
+                           retriable=exc.retriable) from None
     policy = config.policy(route)
     try:
         added, removed = _manual_topics(config, route)

@@ -25,7 +25,7 @@ from replicator.domain.commit_metadata import belongs_to_other_topic, decode_not
 from replicator.domain.naming import group_id
 from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError, ConfigError, UsageError
-from replicator.kafka.admin import admin_client
+from replicator.kafka.admin import connected_admin
 from replicator.kafka.clients import admin_settings
 from replicator.kafka.topics import source_partitions
 from replicator.runbooks.audit.spec import AuditSpec, TopicSpec
@@ -41,8 +41,10 @@ def prepare_spec(config: Config, route_name: str, window: AuditWindow, topics: I
     """The spec of an audit of ``route_name`` over ``window`` (all its topics, or ``topics``)."""
     route = config.route(route_name)
     policy = config.policy(route)
-    source = admin_client(config.cluster(route.source).client_properties())
-    target = admin_client(config.cluster(route.target).client_properties())
+    with _named(route, "source"):
+        source = connected_admin(admin_settings(config.cluster(route.source).client_properties()))
+    with _named(route, "target"):
+        target = connected_admin(admin_settings(config.cluster(route.target).client_properties()))
     with _named(route, "source"):
         added, removed = _manual_topics(config, route)
         selection = select_topics(source_partitions(source, timeout), route.topic_filter, policy, route.target,

@@ -13,7 +13,8 @@ from replicator.domain.replication_policy import ReplicationPolicy
 from replicator.domain.sync_run import Outcome, SyncChange
 from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError, ConfigError
-from replicator.kafka.admin import admin_client
+from replicator.kafka.admin import connected_admin
+from replicator.kafka.clients import admin_settings
 from replicator.runbooks.sync.read import read_acls, read_configs, read_topics
 
 
@@ -29,7 +30,10 @@ class ClusterSide:
     def admin(self) -> AdminClient:
         """This run's admin client of the cluster."""
         if self._admin is None:
-            self._admin = admin_client(self.cluster.client_properties())
+            try:
+                self._admin = connected_admin(admin_settings(self.cluster.client_properties()))
+            except ClusterError as exc:
+                raise ClusterError(f"{self._where()}: {exc}", retriable=exc.retriable) from None
         return self._admin
 
     def _where(self) -> str:
@@ -38,8 +42,9 @@ class ClusterSide:
     def partitions(self) -> dict[str, int]:
         """The cluster's healthy topics and their partition counts (read once per run)."""
         if self._topics is None:
+            admin = self.admin()
             try:
-                self._topics = read_topics(self.admin(), self.timeout)
+                self._topics = read_topics(admin, self.timeout)
             except ClusterError as exc:
                 raise ClusterError(f"{self._where()}: {exc}", retriable=exc.retriable) from None
         return self._topics[0]
