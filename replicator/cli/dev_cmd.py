@@ -26,7 +26,16 @@ from replicator.dev.airflow_local import (
 )
 from replicator.dev.airflow_rest import DagReport
 from replicator.dev.demo import prepare_state, seed_demo_topics
-from replicator.dev.devenv import dev_config_path, dev_down, dev_status, dev_up, write_dev_config
+from replicator.dev.devenv import (
+    SCRAM_USER,
+    dev_clusters,
+    dev_config_path,
+    dev_down,
+    dev_status,
+    dev_up,
+    secure_listener,
+    write_dev_config,
+)
 from replicator.dev.localcluster import ClusterStatus
 from replicator.errors import ClusterError
 
@@ -106,6 +115,7 @@ def _print_airflow(airflow: LocalAirflow, login: AdminLogin, report: DagReport) 
 def up_cmd(args: argparse.Namespace) -> int:
     """Start both clusters (and Airflow with --airflow) and print where they are."""
     ports = dev_ports()
+    secure: bool | None = getattr(args, "secure", None)  # --secure, --plaintext, or as last time
     if args.clean:
         from replicator.dev.demo_worker import stop_worker
 
@@ -114,17 +124,29 @@ def up_cmd(args: argparse.Namespace) -> int:
     if not args.airflow:
         if args.clean:
             _remove_airflow(_local_airflow(args.home))
-        _print_status(dev_up(args.home, ports, clean=args.clean, progress=say))
+        _print_status(dev_up(args.home, ports, clean=args.clean, progress=say, secure=secure))
     else:
         airflow, login = _start_airflow(args.home, ports, args.clean)
         with _login_shown_on_failure(login):
-            statuses = dev_up(args.home, ports, clean=args.clean, progress=say)
+            statuses = dev_up(args.home, ports, clean=args.clean, progress=say, secure=secure)
             report = airflow.wait_ready(progress=say)
         _print_status(statuses)
         _print_airflow(airflow, login, report)
+    _print_security(args.home, ports)
     path = dev_config_path(args.home).resolve()
     say(f"\nconfig for these clusters: {path}\n  export {CONFIG_ENV}={path}")
     return 0
+
+
+def _print_security(home: Path, ports: dict[str, int]) -> None:
+    """Where the TLS listeners are and what a client needs (never the password itself)."""
+    clusters = dev_clusters(home, ports)
+    listeners = [f"{c.spec.name} {secure_listener(c)}" for c in clusters if secure_listener(c)]
+    if listeners:
+        say(f"\nTLS listeners (SASL_SSL, SCRAM-SHA-256/512): {', '.join(listeners)}\n"
+            f"  user {SCRAM_USER}, password in {(home / 'dev' / 'secrets' / 'scram.password').resolve()}; "
+            f"CA {(home / 'dev' / 'tls' / 'ca.pem').resolve()}\n"
+            "  the config below uses them (`mirrorflow dev up --plaintext` turns them off)")
 
 
 def down_cmd(args: argparse.Namespace) -> int:
@@ -271,6 +293,11 @@ DEV = Group("dev", help="local Kafka clusters primary and backup on loopback", c
         Option("--clean", action="store_true", help="delete their data (and Airflow's) first"),
         Option("--airflow", action="store_true",
                help=f"also run Airflow 3 with the repo's dags/ on 127.0.0.1 (env {PORT_ENV}, default {DEFAULT_PORT})"),
+        Option("--secure", action="store_true", default=argparse.SUPPRESS,
+               help="also a TLS listener (SASL_SSL, SCRAM) on each cluster's port + 2, with a throwaway CA and a "
+                    "generated password; the written config uses it (kept for later `dev up` until --plaintext)"),
+        Option("--plaintext", dest="secure", action="store_false", default=argparse.SUPPRESS,
+               help="drop the TLS listeners of --secure (restarts running clusters)"),
     )),
     Command("down", down_cmd, help="stop both clusters and Airflow; data is kept unless --clean", options=(
         HOME,

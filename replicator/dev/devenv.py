@@ -7,6 +7,8 @@ with their own folder and ports.
 
 from __future__ import annotations
 
+import os
+import secrets
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -15,7 +17,8 @@ from pathlib import Path
 
 import yaml
 
-from replicator.dev.localcluster import ClusterStatus, LocalCluster, LocalClusterSpec
+from replicator.dev.localcluster import ClusterStatus, LocalCluster, LocalClusterSpec, TlsListener
+from replicator.dev.tls import LocalCA
 from replicator.errors import UsageError
 
 DEFAULT_HOME = Path(".mirrorflow")
@@ -41,14 +44,60 @@ def parse_ports(text: str | None) -> dict[str, int]:
     return ports
 
 
+# `dev up --secure`: each cluster also listens with SASL_SSL (SCRAM-SHA-256/512) on its port + 2, with a
+# certificate from a CA kept under <home>/dev/tls; the written config uses that listener as user ``mirrorflow``,
+# whose password is generated once into <home>/dev/secrets/ and read from there by the config (``${file:...}``).
+SECURE_OFFSET = 2
+SCRAM_USER = "mirrorflow"
+_SECURE_MARK = Path("dev") / "secure"  # present while the dev clusters are secured (`--secure` until `--plaintext`)
+_PASSWORD_FILE = Path("dev") / "secrets" / "scram.password"
+
+
+def is_secure(home: Path) -> bool:
+    """Whether ``dev up`` secures the clusters (as asked last time)."""
+    return (home / _SECURE_MARK).exists()
+
+
+def set_secure(home: Path, secure: bool) -> None:
+    """Remember ``--secure`` (or ``--plaintext``) for the next ``dev up``."""
+    mark = home / _SECURE_MARK
+    if secure:
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        mark.write_text("dev up --secure: TLS (SASL_SSL, SCRAM) listeners; `dev up --plaintext` turns them off\n")
+    else:
+        mark.unlink(missing_ok=True)
+
+
+def _scram_password(home: Path) -> str:
+    """The dev user's SCRAM password: made once (random), kept in a file only its owner reads."""
+    path = home / _PASSWORD_FILE
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_urlsafe(24) + "\n")
+    return path.read_text().strip()
+
+
 def dev_clusters(home: Path, ports: Mapping[str, int] = DEV_PORTS) -> list[LocalCluster]:
-    """The two development clusters kept under ``home/dev``."""
+    """The two development clusters kept under ``home/dev`` (with their TLS listener when secured)."""
+    if not is_secure(home):
+        return [LocalCluster(LocalClusterSpec(name=name, home=home / "dev" / name, port=port,
+                                              controller_port=port + 1)) for name, port in ports.items()]
+    ca = LocalCA(home / "dev" / "tls")
+    keystore, users = ca.ensure("broker").keystore, {SCRAM_USER: _scram_password(home)}
     return [
-        LocalCluster(
-            LocalClusterSpec(name=name, home=home / "dev" / name, port=port, controller_port=port + 1)
-        )
+        LocalCluster(LocalClusterSpec(
+            name=name, home=home / "dev" / name, port=port, controller_port=port + 1, scram_users=users,
+            tls_listeners=(TlsListener("SECURE", port + SECURE_OFFSET, "SASL_SSL", keystore, ca.pem),)))
         for name, port in ports.items()
     ]
+
+
+def secure_listener(cluster: LocalCluster) -> str | None:
+    """``host:port`` of a dev cluster's SASL_SSL listener, when it has one."""
+    listeners = cluster.spec.tls_listeners
+    return listeners[0].bootstrap_servers(cluster.spec.host) if listeners else None
 
 
 def _quiet(_: str) -> None:
@@ -56,12 +105,19 @@ def _quiet(_: str) -> None:
 
 
 def dev_up(
-    home: Path, ports: Mapping[str, int] = DEV_PORTS, clean: bool = False, progress: Progress = _quiet
+    home: Path, ports: Mapping[str, int] = DEV_PORTS, clean: bool = False, progress: Progress = _quiet,
+    secure: bool | None = None,
 ) -> list[ClusterStatus]:
-    """Start both clusters (in parallel); harmless when they already run."""
-    clusters = dev_clusters(home, ports)
+    """Start both clusters (in parallel); harmless when they already run. ``secure``: add (True) or drop (False)
+    their TLS listener, restarting a running cluster whose listeners change; None: as last time."""
     if clean:
         dev_down(home, ports, clean=True, progress=progress)
+    if secure is not None and secure != is_secure(home):
+        stopped = dev_down(home, ports, progress=progress)  # its listeners change: a restart
+        if stopped:
+            progress(f"restarting {', '.join(stopped)} {'with' if secure else 'without'} a TLS listener")
+        set_secure(home, secure)
+    clusters = dev_clusters(home, ports)
 
     def start(cluster: LocalCluster) -> ClusterStatus:
         began = time.monotonic()
@@ -106,9 +162,13 @@ def dev_config_path(home: Path) -> Path:
 
 def dev_config(home: Path, ports: Mapping[str, int] = DEV_PORTS) -> dict[str, object]:
     """A mirrorflow.yaml for the two local clusters, with one example route."""
-    clusters = {
-        c.spec.name: {"bootstrap.servers": c.spec.bootstrap_servers} for c in dev_clusters(home, ports)
-    }
+    clusters: dict[str, dict[str, str]] = {}
+    for cluster in dev_clusters(home, ports):
+        secured = secure_listener(cluster)
+        clusters[cluster.spec.name] = {"bootstrap.servers": cluster.spec.bootstrap_servers} if secured is None else {
+            "bootstrap.servers": secured, "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": SCRAM_USER, "sasl.password": f"${{file:{_PASSWORD_FILE}}}",  # relative to the config
+            "ssl.ca.location": str((home / "dev" / "tls" / "ca.pem").resolve())}
     return {
         "clusters": clusters,
         "routes": [

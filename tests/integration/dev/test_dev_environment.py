@@ -38,6 +38,7 @@ def _alive(pid: object) -> bool:
 
 
 def test_dev_lifecycle(tmp_path: Path) -> None:
+    """up, up again (nothing restarted), down (data kept), up, up --secure (TLS listeners), down --clean."""
     home = tmp_path / "home"
     ports = {"primary": free_port(), "backup": free_port()}
     env = {**os.environ, "MIRRORFLOW_DEV_PORTS": f"primary={ports['primary']},backup={ports['backup']}"}
@@ -77,6 +78,20 @@ def test_dev_lifecycle(tmp_path: Path) -> None:
         assert {n: c["cluster_id"] for n, c in restarted.items()} == {n: c["cluster_id"] for n, c in first.items()}
         assert "kept" in restarted["primary"]["topics"]
         assert _read_one(bootstrap, "kept") == (b"k", b"survives a restart")
+
+        # --secure restarts both with a SASL_SSL listener (data kept); the config it writes uses it, with the
+        # generated password read from its file, and a command gets in with it.
+        secured = _mirrorflow(home, env, "dev", "up", "--secure")
+        assert secured.returncode == 0 and "TLS listeners (SASL_SSL" in secured.stdout, secured.stderr
+        password = (home / "dev" / "secrets" / "scram.password").read_text().strip()
+        text = config_path.read_text()
+        assert "SASL_SSL" in text and f"127.0.0.1:{ports['primary'] + 2}" in text and password not in text
+        sync = subprocess.run([str(Path(sys.executable).parent / "mirrorflow"), "sync", "--dry-run", "--config",
+                               str(config_path)], capture_output=True, text=True, env=env, timeout=120)
+        assert sync.returncode == 0, sync.stderr
+        assert password not in secured.stdout + secured.stderr + sync.stdout + sync.stderr
+        assert "kept" in _status(home, env)["primary"]["topics"]
+        restarted = _status(home, env)
 
         clean = _mirrorflow(home, env, "dev", "down", "--clean")
         assert clean.returncode == 0
