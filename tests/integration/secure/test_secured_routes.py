@@ -1,0 +1,165 @@
+"""Routes over TLS listeners (SASL_SSL with SCRAM, mutual TLS), mixed with plaintext ones, and each bad security
+setting named in one line at start: the cluster, the cause, never a secret, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from replicator.kafka.admin import create_topics
+from tests.integration.secure.conftest import PASSWORDS, Secured
+from tests.kafka_io import end_offsets, produce, read_all, total, wait_until
+from tests.records import by_partition, make_records
+from tests.support import Worker
+
+pytestmark = pytest.mark.kafka
+
+MIRRORFLOW = str(Path(sys.executable).parent / "mirrorflow")
+
+
+def _config(path: Path, clusters: dict[str, dict[str, str]], routes: list[dict[str, object]]) -> Path:
+    path.write_text(json.dumps({"clusters": clusters, "routes": routes,
+                                "state": {"url": f"sqlite:///{path.parent / 'state.db'}"}}))
+    return path
+
+
+def test_routes_copy_byte_for_byte_over_scram_and_mutual_tls_and_to_and_from_plaintext(  # type: ignore[no-untyped-def]
+        secured: Secured, primary, backup, unique_name, tmp_path, workers, monkeypatch) -> None:
+    """One worker, three routes: SASL_SSL/SCRAM-SHA-512 source -> mutual-TLS target (TLS on both sides), a
+    plaintext source -> SASL_SSL/SCRAM-SHA-256 target, and SASL_SSL -> plaintext. The SCRAM passwords come from a
+    file and from the environment, never from the YAML; none of them shows in the worker's log or in status."""
+    partitions = 3
+    topics = {"both": f"{unique_name}-both", "in": f"{unique_name}-in", "out": f"{unique_name}-out"}
+    create_topics(secured.plaintext, {topics["both"]: partitions, topics["out"]: partitions})
+    create_topics(primary.bootstrap_servers, {topics["in"]: partitions})
+    records = {name: make_records(partitions, 300, name) for name in topics}
+    produce(secured.plaintext, topics["both"], records["both"])
+    produce(secured.plaintext, topics["out"], records["out"])
+    produce(primary.bootstrap_servers, topics["in"], records["in"])
+
+    (tmp_path / "eu.password").write_text(PASSWORDS["mirrorflow"] + "\n")
+    monkeypatch.setenv("APP_SCRAM_PASSWORD", PASSWORDS["app"])
+    eu = {**secured.scram(), "sasl.password": "${file:eu.password}"}
+    eu256 = {**secured.scram("app", mechanism="SCRAM-SHA-256"), "sasl.password": "${APP_SCRAM_PASSWORD}"}
+    config = _config(tmp_path / "mirrorflow.yaml", {
+        "eu": eu, "us": secured.mtls(), "eu256": eu256,
+        "primary": {"bootstrap.servers": primary.bootstrap_servers},
+        "backup": {"bootstrap.servers": backup.bootstrap_servers},
+    }, [
+        {"name": "eu-us", "source": "eu", "target": "us", "topics": [topics["both"]]},
+        {"name": "primary-eu", "source": "primary", "target": "eu256", "topics": [topics["in"]]},
+        {"name": "eu-backup", "source": "eu", "target": "backup", "topics": [topics["out"]]},
+    ])
+    assert PASSWORDS["mirrorflow"] not in config.read_text() and PASSWORDS["app"] not in config.read_text()
+    worker = Worker(config, log_dir=tmp_path)
+    workers.append(worker)
+
+    copies = {"both": (secured.plaintext, f"eu.{topics['both']}"), "in": (secured.plaintext, f"primary.{topics['in']}"),
+              "out": (backup.bootstrap_servers, f"eu.{topics['out']}")}
+    for name, (bootstrap, remote) in copies.items():
+        want = by_partition(records[name], partitions)
+        wait_until(lambda b=bootstrap, r=remote: total(end_offsets(b, r, partitions)) >= 300 * partitions, 90,
+                   f"{remote} to catch up; worker log: {worker.output()[-1500:]}")
+        assert read_all(bootstrap, remote, partitions) == want, name
+
+    shown = []  # status reads the source's ends and the route's commits over the same secured listeners
+
+    def status_says_caught_up() -> bool:
+        done = subprocess.run([MIRRORFLOW, "status", "--config", str(config), "--json"], capture_output=True,
+                              text=True, timeout=120)
+        shown.append(done.stdout + done.stderr)
+        assert done.returncode == 0, done.stderr[-2000:]
+        rows = [row for row in json.loads(done.stdout) if row["topic"].startswith(unique_name)]  # not heartbeats
+        return (sorted((row["route"], row["topic"], row["partition"]) for row in rows) == sorted(
+            (route, topics[name], p) for route, name in (("eu-us", "both"), ("primary-eu", "in"), ("eu-backup", "out"))
+            for p in range(partitions)) and all(row["lag"] == 0 for row in rows))
+
+    try:
+        wait_until(status_says_caught_up, 60, "status to show every partition caught up")
+    except AssertionError:
+        rows = [(r["route"], r["topic"][-5:], r["partition"], r["lag"]) for r in json.loads(shown[-1])]
+        raise AssertionError(f"status showed: {rows}") from None
+    code, _ = worker.terminate()
+    assert code == 0, worker.output()[-2000:]
+    everything = worker.output() + "".join(shown)
+    for secret in PASSWORDS.values():
+        assert secret not in everything
+    assert "Traceback" not in everything
+
+
+def _eu_to_backup(path: Path, eu: dict[str, str], backup: str) -> Path:
+    return _config(path, {"eu": eu, "backup": {"bootstrap.servers": backup}},
+                   [{"name": "eu-backup", "source": "eu", "target": "backup", "topics": ["orders"]}])
+
+
+def _bad_cases(secured: Secured, tmp_path: Path) -> dict[str, tuple[dict[str, str], int, str]]:
+    """name -> (the source cluster's properties, the exit code, what the one line must say)."""
+    listeners = secured.listeners
+    return {
+        "wrong password": (secured.scram(password="not-the-Pa55word"), 1, "authentication failed"),
+        "unknown SCRAM user": (secured.scram("nobody", password="nobody-Pa55word", mechanism="SCRAM-SHA-256"), 1,
+                               "authentication failed"),
+        "untrusted broker certificate": ({**secured.scram(), "ssl.ca.location": str(secured.other_ca)}, 1,
+                                         "not signed by a CA the client trusts"),
+        "expired broker certificate": ({"bootstrap.servers": listeners["EXPIRED"], "security.protocol": "SSL",
+                                        "ssl.ca.location": str(secured.ca)}, 1, "certificate has expired"),
+        "hostname mismatch": ({"bootstrap.servers": listeners["WRONGNAME"], "security.protocol": "SSL",
+                               "ssl.ca.location": str(secured.ca)}, 1, "does not name the address"),
+        "client certificate refused": ({**secured.mtls(), "ssl.certificate.location": str(secured.stranger.cert),
+                                        "ssl.key.location": str(secured.stranger.key)}, 1,
+                                       "the broker refused the client certificate"),
+        "missing key file": ({**secured.mtls(), "ssl.key.location": str(tmp_path / "gone.key")}, 2,
+                             f"clusters.eu.ssl.key.location: cannot read {tmp_path / 'gone.key'}"),
+        "TLS listener reached as plaintext": ({"bootstrap.servers": listeners["SECURE"]}, 1,
+                                              "speaks TLS but security.protocol is PLAINTEXT"),
+        "plaintext listener reached with TLS": ({"bootstrap.servers": secured.plaintext, "security.protocol": "SSL",
+                                                 "ssl.ca.location": str(secured.ca)}, 1,
+                                                "the listener does not speak TLS"),
+    }
+
+
+def test_each_bad_security_setting_is_named_in_one_line_at_start(  # type: ignore[no-untyped-def]
+        secured: Secured, backup, tmp_path) -> None:
+    """`mirrorflow run` (all cases at once), then the other commands that read a route's clusters (a wrong
+    password): exit 1 for a cluster that refuses us, 2 for a file the config names that cannot be read; one line
+    naming the cluster and the cause; no secret, no traceback; none waits for a cluster that will never let it in."""
+    cases = _bad_cases(secured, tmp_path)
+    running = {}
+    for index, (name, (eu, _, _)) in enumerate(cases.items()):
+        folder = tmp_path / f"case{index}"
+        folder.mkdir()
+        config = _eu_to_backup(folder / "mirrorflow.yaml", eu, backup.bootstrap_servers)
+        running[name] = (time.monotonic(), subprocess.Popen([MIRRORFLOW, "run", "--config", str(config)],
+                                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for name, (began, process) in running.items():
+        out, err = process.communicate(timeout=90)
+        took = time.monotonic() - began
+        _, code, said = cases[name]
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert process.returncode == code, f"{name}: exit {process.returncode}: {err[-1500:]}"
+        assert len(lines) == 1 and said in lines[0], f"{name}: {err[-1500:]}"
+        if code == 1:
+            assert "source cluster 'eu'" in lines[0], f"{name}: {lines[0]}"
+        for secret in (*PASSWORDS.values(), "not-the-Pa55word", "nobody-Pa55word"):
+            assert secret not in out + err, name
+        assert "Traceback" not in out + err, name
+        print(f"{name}: exit {process.returncode} after {took:.1f} s: {lines[0]}")
+
+    eu, _, _ = cases["wrong password"]
+    config = _eu_to_backup(tmp_path / "commands.yaml", eu, backup.bootstrap_servers)
+    commands = [["status"], ["sync", "--dry-run"], ["checkpoint"],
+                ["audit", "--route", "eu-backup", "--from", "2026-01-01T00:00", "--to", "2026-01-01T01:00"],
+                ["backfill", "--route", "eu-backup", "--topic", "orders", "--from-offset", "0=0"]]
+    started = [subprocess.Popen([MIRRORFLOW, *command, "--config", str(config)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for command in commands]
+    for command, process in zip(commands, started, strict=True):
+        out, err = process.communicate(timeout=120)
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert process.returncode == 1 and len(lines) == 1, f"{command}: exit {process.returncode}: {err[-1500:]}"
+        assert "'eu'" in lines[0] and "authentication failed" in lines[0], f"{command}: {lines[0]}"
+        assert "not-the-Pa55word" not in out + err and "Traceback" not in out + err, command
