@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from replicator.kafka.admin import create_topics
 from tests.integration.secure.conftest import PASSWORDS, Secured
@@ -163,3 +164,76 @@ def test_each_bad_security_setting_is_named_in_one_line_at_start(  # type: ignor
         assert process.returncode == 1 and len(lines) == 1, f"{command}: exit {process.returncode}: {err[-1500:]}"
         assert "'eu'" in lines[0] and "authentication failed" in lines[0], f"{command}: {lines[0]}"
         assert "not-the-Pa55word" not in out + err and "Traceback" not in out + err, command
+
+
+def _run(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MIRRORFLOW, *args, "--config", str(config)], capture_output=True, text=True, timeout=300)
+
+
+def _iso(ms: int) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def test_sync_checkpoint_backfill_audit_and_failover_run_against_secured_clusters(  # type: ignore[no-untyped-def]
+        secured: Secured, unique_name, tmp_path, workers) -> None:
+    """Route eu -> us: a SCRAM login (password from a file) on the source, a client certificate on the target.
+    sync creates the replica; the route, started at the end, copies the new records; checkpoint translates a
+    group; backfill (Spark, with the same settings mapped to the Java client) copies the older records once;
+    the audit (Spark) finds the replica whole; a planned failover moves the group. No secret in any output."""
+    from tests.kafka_io import Rec, committed
+
+    partitions, old_n, new_n, topic = 2, 40, 60, unique_name
+    create_topics(secured.plaintext, {topic: partitions})
+    now = int(time.time() * 1000)
+    old = {p: [Rec(p, f"old-{p}-{n}".encode(), bytes([n, 0, 255]) * 3, (("n", str(n).encode()),),
+                   now - 3_600_000 + n * 1000) for n in range(old_n)] for p in range(partitions)}
+    new = {p: [Rec(p, f"new-{p}-{n}".encode(), f"v{n}".encode(), (), now - 600_000 + n * 1000) for n in range(new_n)]
+           for p in range(partitions)}
+    produce(secured.plaintext, topic, [r for p in range(partitions) for r in old[p]])
+    (tmp_path / "eu.password").write_text(PASSWORDS["mirrorflow"])
+    config = _config(tmp_path / "mirrorflow.yaml", {
+        "eu": {**secured.scram(), "sasl.password": "${file:eu.password}"}, "us": secured.mtls()},
+        [{"name": "eu-us", "source": "eu", "target": "us", "topics": [topic], "start": "latest"}])
+    replica, outputs = f"eu.{topic}", []
+
+    def ran(*args: str) -> subprocess.CompletedProcess[str]:
+        done = _run(config, *args)
+        outputs.append(done.stdout + done.stderr)
+        assert done.returncode == 0, f"{args}: {done.stdout[-1500:]} {done.stderr[-1500:]}"
+        return done
+
+    ran("sync")
+    assert end_offsets(secured.plaintext, replica, partitions) == {p: 0 for p in range(partitions)}
+    worker = Worker(config, log_dir=tmp_path)
+    workers.append(worker)
+    wait_until(lambda: all(f"{topic}[{p}]@{old_n}" in worker.output() for p in range(partitions)), 60,
+               "the route to start at the end of each partition")
+    produce(secured.plaintext, topic, [r for p in range(partitions) for r in new[p]])
+    ends = {p: old_n + new_n for p in range(partitions)}
+    wait_until(lambda: committed(secured.plaintext, "mirrorflow-eu-us", topic, partitions) == ends, 90,
+               "the route to copy the new records")
+    assert read_all(secured.plaintext, replica, partitions) == new
+
+    app = Consumer({"bootstrap.servers": secured.plaintext, "group.id": f"{unique_name}-app"})
+    app.commit(offsets=[TopicPartition(topic, p, old_n + 30) for p in range(partitions)], asynchronous=False)
+    app.close()
+    ran("checkpoint")
+    starts, stops = (",".join(f"{p}={at}" for p in range(partitions)) for at in (0, old_n))
+    ran("backfill", "--route", "eu-us", "--topic", topic, "--from-offset", starts, "--to-offset", stops)
+    assert read_all(secured.plaintext, replica, partitions) == {p: new[p] + old[p] for p in range(partitions)}
+    audit = ran("audit", "--route", "eu-us", "--from", _iso(now - 2 * 3_600_000), "--to", _iso(now), "--json")
+    summary = json.loads(audit.stdout)["topics"][topic]
+    assert (summary["status"], summary["source"], summary["target"], summary["missing"]) == (
+        "clean", partitions * (old_n + new_n), partitions * (old_n + new_n), 0), audit.stdout[-2000:]
+
+    code, _ = worker.terminate()
+    assert code == 0, worker.output()[-2000:]
+    ran("failover", "--route", "eu-us")
+    # Source offset old_n + 30 is the 31st record the route copied: target offset 30 (the backfill came after).
+    assert committed(secured.plaintext, f"{unique_name}-app", replica, partitions) == {p: 30 for p in range(partitions)}
+    everything = "".join(outputs) + worker.output()
+    for secret in PASSWORDS.values():
+        assert secret not in everything
+    assert "Traceback" not in everything
