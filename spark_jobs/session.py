@@ -17,6 +17,9 @@ from pyspark.sql import SparkSession
 from replicator.jars import spark_kafka_jars
 
 
+REDACTED_OPTIONS = r"(?i)url|jaas|password|secret|token|keystore|truststore\.certificates"
+
+
 def session_master(master: str | None, environ: Mapping[str, str]) -> str | None:
     """The master to set, or None to keep spark-submit's (see the module's doc)."""
     if master:
@@ -43,5 +46,8 @@ def build_session(app_name: str, master: str | None = None) -> SparkSession:
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.session.timeZone", "UTC")  # time buckets must not depend on the host
         .config("spark.driver.bindAddress", "127.0.0.1")
+        # Reader options a plan or the UI may show: the Kafka source's JAAS config (it holds the SASL password)
+        # and PEM key material are masked, as Spark masks *password*/*secret* by default.
+        .config("spark.sql.redaction.options.regex", REDACTED_OPTIONS)
         .getOrCreate()
     )
