@@ -21,10 +21,12 @@ MF_SOURCE_ALIAS = "mfsource"  # MirrorFlow's name of the source cluster -> targe
 
 
 def start_mirrorflow(env: Env, size: int | str, topics: list[str], *, metrics_port: int | None = None,
-                     route: dict[str, Any] | None = None, alias: str = MF_SOURCE_ALIAS) -> Child:
+                     route: dict[str, Any] | None = None, alias: str = MF_SOURCE_ALIAS,
+                     clusters: tuple[dict[str, str], dict[str, str]] | None = None) -> Child:
     """``mirrorflow run`` of this checkout (``python -m``, PYTHONPATH = the repo) on one route ``bench-<size>``;
-    ``route`` adds settings to it (``checkpoints``, say); ``alias`` names the source cluster (the target prefix)."""
-    config = mirrorflow_config(env, size, topics, route, alias)
+    ``route`` adds settings to it (``checkpoints``, say); ``alias`` names the source cluster (the target prefix);
+    ``clusters``: the source's and target's client properties (default: ``env``'s bootstrap servers)."""
+    config = mirrorflow_config(env, size, topics, route, alias, clusters)
     metrics = ["--metrics-port", str(metrics_port)] if metrics_port else []
     return Child("mirrorflow run", [*mirrorflow_cli(), "--log-level", "info", "run", "--config", str(config),
                                     "--route", f"bench-{size}", *metrics],
@@ -32,12 +34,13 @@ def start_mirrorflow(env: Env, size: int | str, topics: list[str], *, metrics_po
 
 
 def mirrorflow_config(env: Env, size: int | str, topics: list[str], route: dict[str, Any] | None = None,
-                      alias: str = MF_SOURCE_ALIAS) -> Path:
+                      alias: str = MF_SOURCE_ALIAS,
+                      clusters: tuple[dict[str, str], dict[str, str]] | None = None) -> Path:
     """The config of route ``bench-<size>`` (JSON is YAML), with its SQLite state DB; returns its path."""
     config = env.work / f"mirrorflow-{size}.yaml"
+    source, target = clusters or ({"bootstrap.servers": env.source}, {"bootstrap.servers": env.target})
     config.write_text(json.dumps({
-        "clusters": {alias: {"bootstrap.servers": env.source},
-                     "target": {"bootstrap.servers": env.target}},
+        "clusters": {alias: source, "target": target},
         "routes": [{"name": f"bench-{size}", "source": alias, "target": "target", "topics": topics,
                     **(route or {})}],
         "state": {"url": f"sqlite:///{env.work / f'state-{size}.db'}"},

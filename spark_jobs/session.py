@@ -16,7 +16,6 @@ from pyspark.sql import SparkSession
 
 from replicator.jars import spark_kafka_jars
 
-
 REDACTED_OPTIONS = r"(?i)url|jaas|password|secret|token|keystore|truststore\.certificates"
 
 
