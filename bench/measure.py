@@ -153,6 +153,24 @@ def watch_copy(env: Env, peer: Child, label: str, target_topic: str, size: int,
     return result
 
 
+def copy_once(watch: Env, label: str, launch: Any, target_topic: str, size: int,
+              budget_s: float | None = None) -> dict[str, Any]:
+    """Launch a peer (``launch()``), watch it copy the backlog into ``target_topic`` (``watch_copy``; at most
+    ``budget_s`` s from its first record), stop it; its figures, or ``error``, and its exit code."""
+    progress(f"{label}: starting, copying into {target_topic}")
+    peer: Child = launch()
+    result: dict[str, Any] = {"label": label}
+    try:
+        result.update(watch_copy(watch, peer, label, target_topic, size, budget_s))
+    except StepFailed as failure:
+        progress(f"  FAILED: {failure}")
+        result["error"] = str(failure)
+    finally:
+        result["exit_code"] = peer.stop(60)
+        progress(f"{label}: stopped (exit code {result['exit_code']}); log {peer.log}")
+    return result
+
+
 def start_load(env: Env, topic: str, count: int, size: int, rate: int) -> Child:
     """ProducerPerformance writing ``count`` records of ``size`` B at ``rate`` rec/s (acks=all, idempotent;
     each record's CreateTime is set at ``send()``) into the source ``topic``."""

@@ -37,9 +37,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from measure import MB, PARTITIONS, Env, raw_producer, watch_copy  # noqa: E402
+from measure import MB, PARTITIONS, Env, copy_once, raw_producer  # noqa: E402
 from peers import start_mirrorflow, start_mm2  # noqa: E402
-from procs import Child, StepFailed, create_topics, progress, run_bench, tear_down  # noqa: E402
+from procs import StepFailed, create_topics, progress, run_bench, tear_down  # noqa: E402
 from scale import machine  # noqa: E402
 
 from bench.chaoslib.cluster import ProxiedCluster, start_clusters  # noqa: E402
@@ -100,23 +100,6 @@ def shape_link(proxies: ToxiproxyClient, proxy: str, link: Link) -> list[str]:
 TUNED_PRODUCER = {key: PRODUCER_DEFAULTS[key] for key in ("batch.size", "linger.ms", "compression.type")}
 
 
-def copy_once(env: Env, watch: Env, label: str, launch: Any, target_topic: str,
-              args: argparse.Namespace) -> dict[str, Any]:
-    """Launch a peer, watch it copy the backlog into ``target_topic`` (at most ``--budget`` s), stop it."""
-    progress(f"{label}: starting, copying {TOPIC} -> {target_topic}")
-    peer: Child = launch()
-    result: dict[str, Any] = {"label": label}
-    try:
-        result.update(watch_copy(watch, peer, label, target_topic, args.size, args.budget))
-    except StepFailed as failure:
-        progress(f"  FAILED: {failure}")
-        result["error"] = str(failure)
-    finally:
-        result["exit_code"] = peer.stop(60)
-        progress(f"{label}: stopped (exit code {result['exit_code']}); log {peer.log}")
-    return result
-
-
 def run_link(env: Env, watch: Env, proxies: ToxiproxyClient, args: argparse.Namespace, link: Link) -> dict[str, Any]:
     """Both peers over one link shape."""
     shape_link(proxies, "target", link)
@@ -124,17 +107,17 @@ def run_link(env: Env, watch: Env, proxies: ToxiproxyClient, args: argparse.Name
     mf, mm, mt = f"mf{link.tag}", f"mm{link.tag}", f"mt{link.tag}"
     run: dict[str, Any] = {"rtt_ms": link.rtt_ms, "cap_mb_s": link.cap_mb_s}
     run["link"] = link_capacity(env, watch, args, f"raw{link.tag}")
-    run["mirrorflow"] = copy_once(env, watch, f"MirrorFlow ({link.name})",
+    run["mirrorflow"] = copy_once(watch, f"MirrorFlow ({link.name})",
                                   lambda: start_mirrorflow(env, f"link-{link.tag}", [TOPIC], alias=mf),
-                                  f"{mf}.{TOPIC}", args)
+                                  f"{mf}.{TOPIC}", args.size, args.budget)
     if not args.no_mm2:
-        run["mm2"] = copy_once(env, watch, f"MirrorMaker 2 ({link.name})",
+        run["mm2"] = copy_once(watch, f"MirrorMaker 2 ({link.name})",
                                lambda: start_mm2(env, f"link-{link.tag}", [TOPIC], alias=mm),
-                               f"{mm}.{TOPIC}", args)
+                               f"{mm}.{TOPIC}", args.size, args.budget)
         tuned = {f"target.producer.{key}": value for key, value in TUNED_PRODUCER.items()}
-        run["mm2_tuned"] = copy_once(env, watch, f"MirrorMaker 2 tuned ({link.name})",
+        run["mm2_tuned"] = copy_once(watch, f"MirrorMaker 2 tuned ({link.name})",
                                      lambda: start_mm2(env, f"link-{link.tag}-tuned", [TOPIC], alias=mt, extra=tuned),
-                                     f"{mt}.{TOPIC}", args)
+                                     f"{mt}.{TOPIC}", args.size, args.budget)
     proxies.reset()
     return run
 

@@ -30,9 +30,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from measure import MB, PARTITIONS, Env, raw_producer, watch_copy  # noqa: E402
+from measure import MB, PARTITIONS, Env, copy_once, raw_producer  # noqa: E402
 from peers import start_mirrorflow, start_mm2  # noqa: E402
-from procs import Child, StepFailed, create_topics, progress, run_bench, tear_down  # noqa: E402
+from procs import create_topics, progress, run_bench, tear_down  # noqa: E402
 from scale import machine  # noqa: E402
 
 from replicator.dev.localcluster import LocalCluster, LocalClusterSpec, TlsListener  # noqa: E402
@@ -85,22 +85,6 @@ def mm2_props(alias: str, cluster: LocalCluster, mode: str, password: str, ca: s
     return {f"{alias}.bootstrap.servers": _tls(cluster), f"{alias}.security.protocol": "SASL_SSL",
             f"{alias}.sasl.mechanism": "SCRAM-SHA-512", f"{alias}.sasl.jaas.config": jaas,
             f"{alias}.ssl.truststore.type": "PEM", f"{alias}.ssl.truststore.location": ca}
-
-
-def copy_once(watch: Env, label: str, launch: Any, target_topic: str, size: int) -> dict[str, Any]:
-    """Launch a peer, watch it copy the backlog into ``target_topic``, stop it."""
-    progress(f"{label}: starting, copying {TOPIC} -> {target_topic}")
-    peer: Child = launch()
-    result: dict[str, Any] = {"label": label}
-    try:
-        result.update(watch_copy(watch, peer, label, target_topic, size))
-    except StepFailed as failure:
-        progress(f"  FAILED: {failure}")
-        result["error"] = str(failure)
-    finally:
-        result["exit_code"] = peer.stop(60)
-        progress(f"{label}: stopped (exit code {result['exit_code']}); log {peer.log}")
-    return result
 
 
 def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
