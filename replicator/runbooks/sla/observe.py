@@ -13,6 +13,8 @@ from replicator.domain.sla import Observation
 from replicator.errors import MirrorFlowError
 from replicator.kafka.clients import admin_settings
 
+# A partition whose leader is being elected or not yet known (a replica topic created a moment ago).
+SETTLING = ("NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART")
 TAIL = 1000  # records read at the end of each heartbeat partition (several routes may share a source)
 
 
@@ -30,10 +32,18 @@ def newest_heartbeat_ms(config: Config, route: RouteConfig, timeout: float = 15.
     consumer = Consumer({**admin_settings(config.cluster(route.target).client_properties()),
                          "group.id": f"mirrorflow-sla-{route.name}", "enable.auto.commit": "false",
                          "enable.partition.eof": "false"})  # never subscribes: reads, joins nothing
+    deadline = time.monotonic() + timeout
     try:
-        values = _tail(consumer, topic, timeout)
-    except KafkaException as exc:
-        raise MirrorFlowError(f"target {route.target!r}: topic {topic}: {exc.args[0].str()}") from None
+        while True:
+            try:
+                values = _tail(consumer, topic, max(1.0, deadline - time.monotonic()))
+                break
+            except KafkaException as exc:
+                error = exc.args[0]
+                settling = error.retriable() or error.name() in SETTLING  # a replica just made: its leader
+                if not settling or time.monotonic() >= deadline:
+                    raise MirrorFlowError(f"target {route.target!r}: topic {topic}: {error.str()}") from None
+                time.sleep(0.2)
     finally:
         consumer.close()
     beat = latest_heartbeat(values, route.source, route.name)
