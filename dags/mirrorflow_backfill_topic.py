@@ -6,6 +6,7 @@ import pendulum
 from airflow.sdk import Param, dag, task
 
 from replicator.airflow.param_schemas import OFFSETS, TIME
+from replicator.airflow.task_errors import said_in_one_line
 
 DOC = """
 ### Backfill a topic
@@ -60,16 +61,19 @@ def mirrorflow_backfill_topic() -> None:
     from replicator.runbooks.backfill.steps import BACKFILL_JOB
 
     @task
+    @said_in_one_line
     def prepare(params: dict[str, object] | None = None, dag_run=None) -> dict[str, object]:  # type: ignore[no-untyped-def]
         from replicator.runbooks.backfill.steps import prepare_job
 
         return prepare_job(params or {}, f"{dag_run.dag_id}/{dag_run.run_id}")
 
     @task
+    @said_in_one_line
     def job_args(prepared: dict[str, object]) -> list[str]:
         return list(prepared["args"])  # type: ignore[call-overload]
 
     @task(retries=0, trigger_rule="all_done_min_one_success")  # after a failed job too: mark the run failed
+    @said_in_one_line
     def check(prepared: dict[str, object]) -> dict[str, object]:
         from replicator.runbooks.backfill.steps import judge_job
 

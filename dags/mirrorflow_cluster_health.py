@@ -5,6 +5,8 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag, task
 
+from replicator.airflow.task_errors import said_in_one_line
+
 DOC = """
 ### Cluster health
 Asks every cluster of `mirrorflow.yaml` (`MIRRORFLOW_CONFIG`) for its metadata:
@@ -26,12 +28,14 @@ unreachable cluster, so a dead cluster shows red here before replication lags.
 )
 def mirrorflow_cluster_health() -> None:
     @task
+    @said_in_one_line
     def cluster_names() -> list[str]:
         from replicator.config import load_config
 
         return sorted(load_config().clusters)
 
     @task
+    @said_in_one_line
     def check(name: str) -> dict[str, object]:
         import dataclasses
 
@@ -41,6 +45,7 @@ def mirrorflow_cluster_health() -> None:
         return dataclasses.asdict(check_cluster(load_config(), name))
 
     @task
+    @said_in_one_line
     def report(results: list[dict[str, object]]) -> None:
         from replicator.kafka.health import ClusterHealth, require_healthy
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import Param, dag, task
 
+from replicator.airflow.task_errors import said_in_one_line
+
 DOC = """
 ### Metadata sync
 For each route of `mirrorflow.yaml` (`MIRRORFLOW_CONFIG`): topic configs (MirrorMaker 2's
@@ -35,18 +37,21 @@ applied, and the run ends failed. The same without Airflow: `mirrorflow sync`.
 )
 def mirrorflow_metadata_sync() -> None:
     @task
+    @said_in_one_line
     def routes(params: dict[str, object] | None = None) -> list[str]:
         from replicator.airflow.schedule import chosen_routes
 
         return chosen_routes(None, (params or {}).get("route"))
 
     @task
+    @said_in_one_line
     def plan(route: str) -> dict[str, object]:
         from replicator.runbooks.sync.run import plan_report
 
         return plan_report(None, route, "metadata")
 
     @task
+    @said_in_one_line
     def apply(report: dict[str, object], params: dict[str, object] | None = None) -> dict[str, object]:
         from replicator.runbooks.sync.run import sync_metadata
 

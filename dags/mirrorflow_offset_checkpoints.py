@@ -5,6 +5,8 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import Param, dag, task
 
+from replicator.airflow.task_errors import said_in_one_line
+
 DOC = """
 ### Offset checkpoints
 For each route of `mirrorflow.yaml` (`MIRRORFLOW_CONFIG`) whose last checkpoint run is
@@ -39,6 +41,7 @@ read or written fails the run, named in the task log. The same without Airflow:
 )
 def mirrorflow_offset_checkpoints() -> None:
     @task
+    @said_in_one_line
     def due_routes(params: dict[str, object] | None = None) -> list[str]:
         from replicator.airflow.schedule import chosen_routes
         from replicator.runbooks.checkpoints.run import checkpoint_due
@@ -46,6 +49,7 @@ def mirrorflow_offset_checkpoints() -> None:
         return chosen_routes(None, (params or {}).get("route"), checkpoint_due)
 
     @task
+    @said_in_one_line
     def checkpoint(route: str, params: dict[str, object] | None = None) -> dict[str, object]:
         from replicator.runbooks.checkpoints.run import checkpoint_route
 

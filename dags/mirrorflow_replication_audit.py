@@ -5,6 +5,8 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import CronDataIntervalTimetable, Param, dag, task, task_group
 
+from replicator.airflow.task_errors import said_in_one_line
+
 DOC = """
 ### Replication audit
 Every hour, for the hour before (the run's data interval, `[start, end)`): for each
@@ -53,12 +55,14 @@ def mirrorflow_replication_audit() -> None:
     from replicator.runbooks.audit.scheduled import AUDIT_JOB
 
     @task
+    @said_in_one_line
     def routes(params: dict[str, object] | None = None) -> list[str]:
         from replicator.airflow.schedule import chosen_routes
 
         return chosen_routes(None, (params or {}).get("route"))
 
     @task
+    @said_in_one_line
     def prepare(route: str, dag_run=None, data_interval_start=None,  # type: ignore[no-untyped-def]
                 data_interval_end=None) -> dict[str, object]:
         from replicator.runbooks.audit.scheduled import audit_run_key, prepare_job
@@ -67,12 +71,14 @@ def mirrorflow_replication_audit() -> None:
         return prepare_job(route, data_interval_start, data_interval_end, key)
 
     @task(retries=0)  # a loss found is a verdict, not a transient failure: fail the run now
+    @said_in_one_line
     def record(prepared: dict[str, object]) -> dict[str, object]:
         from replicator.runbooks.audit.scheduled import record_job
 
         return record_job(prepared)
 
     @task
+    @said_in_one_line
     def job_args(prepared: dict[str, object]) -> list[str]:
         return list(prepared["args"])  # type: ignore[call-overload]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import Param, dag, task
 
+from replicator.airflow.task_errors import said_in_one_line
+
 DOC = """
 ### Replication SLA
 For each route of `mirrorflow.yaml` (`MIRRORFLOW_CONFIG`), checks against the route's
@@ -42,12 +44,14 @@ task and is sent again by the next run. Trigger with `route` to check one route 
 )
 def mirrorflow_replication_sla() -> None:
     @task
+    @said_in_one_line
     def routes(params: dict[str, object] | None = None) -> list[str]:
         from replicator.airflow.schedule import chosen_routes
 
         return chosen_routes(None, (params or {}).get("route"))
 
     @task
+    @said_in_one_line
     def check(route: str) -> dict[str, object]:
         from airflow.sdk import get_current_context
 

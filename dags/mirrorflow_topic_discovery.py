@@ -5,6 +5,8 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import Param, dag, task
 
+from replicator.airflow.task_errors import said_in_one_line
+
 DOC = """
 ### Topic discovery
 For each route of `mirrorflow.yaml` (`MIRRORFLOW_CONFIG`) whose last discovery is
@@ -33,6 +35,7 @@ Trigger by hand with `route` to run one route now, whatever its interval.
 )
 def mirrorflow_topic_discovery() -> None:
     @task
+    @said_in_one_line
     def due_routes(params: dict[str, object] | None = None) -> list[str]:
         from replicator.airflow.schedule import chosen_routes
         from replicator.runbooks.sync.run import discovery_due
@@ -40,6 +43,7 @@ def mirrorflow_topic_discovery() -> None:
         return chosen_routes(None, (params or {}).get("route"), discovery_due)
 
     @task
+    @said_in_one_line
     def discover(route: str) -> dict[str, object]:
         from replicator.runbooks.sync.run import discover_topics
 

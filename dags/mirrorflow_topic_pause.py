@@ -5,6 +5,8 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import Param, dag, task
 
+from replicator.airflow.task_errors import said_in_one_line
+
 DOC = """
 ### Pause or resume a topic
 Triggered by hand with `route`, `topic` and `action` (`pause` or `resume`), on the
@@ -39,6 +41,7 @@ The same without Airflow: `mirrorflow topics pause --route R --topic T`.
 )
 def mirrorflow_topic_pause() -> None:
     @task
+    @said_in_one_line
     def change(params: dict[str, object] | None = None) -> str:
         import logging
 

@@ -24,6 +24,8 @@ from typing import Any
 import pendulum
 from airflow.sdk import DAG, Param, task
 
+from replicator.airflow.task_errors import said_in_one_line
+
 log = logging.getLogger(__name__)
 
 START_DATE = pendulum.datetime(2026, 1, 1, tz="UTC")
@@ -45,6 +47,7 @@ def runbook_dag(dag_id: str, runbook: str, steps: Sequence[str], params: Mapping
 
 def _start_task(runbook: str, names: tuple[str, ...]) -> Callable[[], Any]:
     @task(task_id="start")
+    @said_in_one_line
     def start(params: Mapping[str, Any] | None = None) -> Run:
         return start_run(runbook, params or {}, names)
 
@@ -53,6 +56,7 @@ def _start_task(runbook: str, names: tuple[str, ...]) -> Callable[[], Any]:
 
 def _step_task(runbook: str, step: str, last: bool) -> Callable[[Any], Any]:
     @task(task_id=task_id(step))
+    @said_in_one_line
     def run_step(run: Run) -> Run:
         return step_of_run(runbook, step, run, last)
 
