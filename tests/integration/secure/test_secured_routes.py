@@ -181,7 +181,8 @@ def test_sync_checkpoint_backfill_audit_and_failover_run_against_secured_cluster
     """Route eu -> us: a SCRAM login (password from a file) on the source, a client certificate on the target.
     sync creates the replica; the route, started at the end, copies the new records; checkpoint translates a
     group; backfill (Spark, with the same settings mapped to the Java client) copies the older records once;
-    the audit (Spark) finds the replica whole; a planned failover moves the group. No secret in any output."""
+    the audit (Spark) finds the replica whole; a planned failover moves the group. No secret in any output, in
+    the state DB, or on the Replication page and its JSON."""
     from tests.kafka_io import Rec, committed
 
     partitions, old_n, new_n, topic = 2, 40, 60, unique_name
@@ -233,7 +234,23 @@ def test_sync_checkpoint_backfill_audit_and_failover_run_against_secured_cluster
     ran("failover", "--route", "eu-us")
     # Source offset old_n + 30 is the 31st record the route copied: target offset 30 (the backfill came after).
     assert committed(secured.plaintext, f"{unique_name}-app", replica, partitions) == {p: 30 for p in range(partitions)}
-    everything = "".join(outputs) + worker.output()
+    everything = "".join(outputs) + worker.output() + _replication_page(f"sqlite:///{tmp_path / 'state.db'}")
+    assert "eu-us" in everything  # the page shows the route
     for secret in PASSWORDS.values():
         assert secret not in everything
+        assert secret.encode() not in (tmp_path / "state.db").read_bytes()
     assert "Traceback" not in everything
+
+
+def _replication_page(state_url: str) -> str:
+    """The Replication page and its JSON for the state DB at ``state_url`` (Airflow's login check stood in for)."""
+    from fastapi.testclient import TestClient
+
+    from replicator.ui.app import API_PATH, AUTHORIZED, PAGE_PATH, create_app
+
+    app = create_app(lambda: state_url)
+    app.dependency_overrides[AUTHORIZED] = lambda: None
+    with TestClient(app) as client:
+        page, data = client.get(PAGE_PATH), client.get(API_PATH)
+    assert page.status_code == data.status_code == 200, page.text[-500:]
+    return page.text + data.text
