@@ -111,6 +111,9 @@ class ClusterConfig(_Frozen):
 
     name: str
     properties: Mapping[str, str]
+    # The SASL login properties whose whole value is a ``${file:PATH}`` (key -> the file): re-read when the
+    # cluster refuses the login, so a password rotated in its file reaches a running worker.
+    login_files: Mapping[str, str] = Field(default_factory=dict, exclude=True)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -124,6 +127,18 @@ class ClusterConfig(_Frozen):
     def redacted(self) -> dict[str, object]:
         """The properties with secrets masked, safe for logs and output."""
         return redact(self.properties)
+
+    def login(self) -> tuple[str, str]:
+        """``(sasl.username, sasl.password)`` as configured (empty when not set)."""
+        return self.properties.get("sasl.username", ""), self.properties.get("sasl.password", "")
+
+    def reread_login(self) -> tuple[str, str]:
+        """The SASL login with the values of ``login_files`` read again now; ConfigError naming the key and the
+        file (never a value) when one cannot be read."""
+        user, password = self.login()
+        values = {key: read_secret_file(Path(path), f"clusters.{self.name}.{key}")
+                  for key, path in self.login_files.items()}
+        return values.get("sasl.username", user), values.get("sasl.password", password)
 
 
 class MappingPolicy(_Frozen):
@@ -439,14 +454,42 @@ def _reference(match: re.Match[str], environ: Mapping[str, str], path: str, base
         if name not in environ:
             raise ConfigError(f"{path}: environment variable {name} is not set")
         return environ[name]
-    target = base / Path(file).expanduser()
+    return read_secret_file(base / Path(file).expanduser(), path)
+
+
+def read_secret_file(target: Path, key: str) -> str:
+    """A ``${file:}`` value: the file's text, one final newline dropped; an error names ``key`` and the file."""
     try:
         text = target.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the file {target}: {exc.strerror}") from None
+        raise ConfigError(f"{key}: cannot read the file {target}: {exc.strerror}") from None
     except UnicodeDecodeError:
-        raise ConfigError(f"{path}: the file {target} is not UTF-8 text") from None
+        raise ConfigError(f"{key}: the file {target} is not UTF-8 text") from None
     return text.removesuffix("\n").removesuffix("\r")
+
+
+_WHOLE_FILE_REF = re.compile(r"^\$\{file:([^}]+)\}$")
+LOGIN_KEYS = ("sasl.username", "sasl.password")
+
+
+def _login_files(raw: Mapping[str, Any], base: Path) -> dict[str, dict[str, str]]:
+    """Per cluster, the SASL login keys whose whole value is one ``${file:PATH}`` (key -> absolute file)."""
+    out: dict[str, dict[str, str]] = {}
+    clusters = raw.get("clusters")
+    for name, props in (clusters.items() if isinstance(clusters, Mapping) else ()):
+        for key in LOGIN_KEYS:
+            found = _WHOLE_FILE_REF.match(str(props.get(key, ""))) if isinstance(props, Mapping) else None
+            if found:
+                out.setdefault(str(name), {})[key] = str((base / Path(found.group(1)).expanduser()).absolute())
+    return out
+
+
+def _with_login_files(config: Config, files: Mapping[str, Mapping[str, str]]) -> Config:
+    if not files:
+        return config
+    clusters = {name: cluster.model_copy(update={"login_files": dict(files.get(name, {}))})
+                for name, cluster in config.clusters.items()}
+    return config.model_copy(update={"clusters": clusters})
 
 
 def parse_config(text: str, source: str = "mirrorflow.yaml", environ: Mapping[str, str] = {}) -> Config:
@@ -462,7 +505,8 @@ def parse_config(text: str, source: str = "mirrorflow.yaml", environ: Mapping[st
     if not isinstance(raw, Mapping):
         raise ConfigError("the file must be a YAML mapping with a 'clusters' key", source)
     try:
-        return Config.model_validate(_expand_env(raw, environ, "", Path(source).parent))
+        base = Path(source).parent
+        return _with_login_files(Config.model_validate(_expand_env(raw, environ, "", base)), _login_files(raw, base))
     except ConfigError as exc:
         raise ConfigError(exc.problems, source) from None
     except ValidationError as exc:

@@ -296,11 +296,12 @@ class LocalCluster:
             self._format()
         self._launch()
         self.wait_ready(timeout)
-        self._add_scram_users()
+        self.set_scram_users(self.spec.scram_users)
 
-    def _add_scram_users(self) -> None:
-        """Create (or set again) the spec's SCRAM users, for both mechanisms, over the PLAINTEXT listener."""
-        if not self.spec.scram_users:
+    def set_scram_users(self, users: Mapping[str, str]) -> None:
+        """Create SCRAM users (name -> password), or set a new password, for both mechanisms, over the
+        PLAINTEXT listener."""
+        if not users:
             return
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import (
@@ -317,7 +318,7 @@ class LocalCluster:
         for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512):
             upserts: list[UserScramCredentialAlteration] = [
                 UserScramCredentialUpsertion(user, ScramCredentialInfo(mechanism, 4096), password.encode())
-                for user, password in self.spec.scram_users.items()]
+                for user, password in users.items()]
             for user, future in admin.alter_user_scram_credentials(upserts, request_timeout=15).items():
                 try:
                     future.result(timeout=20)

@@ -138,12 +138,21 @@ def admin_settings(properties: Mapping[str, str]) -> dict[str, Any]:
     return {**properties, "logger": LIBRDKAFKA_LOG}
 
 
+class LiveConsumer(Consumer):
+    """confluent-kafka's Consumer, weakly referable: a worker keeps track of its live clients without keeping
+    them alive (``replicator.worker.logins``); librdkafka's own type cannot be referred to weakly."""
+
+
+class LiveProducer(Producer):
+    """confluent-kafka's Producer, weakly referable (see ``LiveConsumer``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ClientFactory:
     """How a worker makes its clients: confluent-kafka's, or the fakes of ``replicator.testing``."""
 
-    consumer: Callable[[dict[str, Any]], Consumer] = Consumer
-    producer: Callable[[dict[str, Any]], Producer] = Producer
+    consumer: Callable[[dict[str, Any]], Consumer] = LiveConsumer
+    producer: Callable[[dict[str, Any]], Producer] = LiveProducer
     admin: Callable[[dict[str, Any]], AdminClient] = AdminClient
 
 

@@ -13,6 +13,7 @@ from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic, Offse
 
 from replicator.kafka.topics import EARLIEST
 from replicator.testing.cluster import FakeCluster
+from replicator.testing.login import FakeLogin
 from replicator.testing.process import FakeProcess
 
 T = TypeVar("T")
@@ -67,11 +68,12 @@ def _settled(work: Callable[[], T]) -> Future[T]:
     return future
 
 
-class FakeAdmin:
+class FakeAdmin(FakeLogin):
     """list/describe/create topics and describe configs, answered at once (or timed out when frozen)."""
 
     def __init__(self, settings: dict[str, Any], cluster: FakeCluster, process: FakeProcess | None = None) -> None:
         self.cluster = cluster
+        self._remember_login(settings)
         self.process = process or FakeProcess("admin")
 
     def _check(self, request: str = "") -> None:

@@ -20,6 +20,7 @@ from confluent_kafka import (
 )
 
 from replicator.testing.cluster import FakeCluster, FakeLog
+from replicator.testing.login import FakeLogin, serving_callback
 from replicator.testing.message import FakeMessage
 from replicator.testing.process import FakeProcess
 
@@ -36,13 +37,14 @@ class FakeGroupMetadata:
     epoch: int
 
 
-class FakeConsumer:
+class FakeConsumer(FakeLogin):
     """Subscribe, consume (rebalance callbacks served here), pause, seek, store and commit offsets. With
     ``isolation.level`` read_committed (librdkafka's default) it reads no further than the last stable offset
     and skips aborted records; markers are never returned."""
 
     def __init__(self, settings: dict[str, Any], cluster: FakeCluster, process: FakeProcess | None = None) -> None:
         self.cluster = cluster
+        self._remember_login(settings)
         self.process = process or FakeProcess("consumer")
         self.group = cluster.group(str(settings["group.id"]))
         self.member_id = str(settings.get("group.instance.id") or uuid.uuid4())
@@ -64,6 +66,8 @@ class FakeConsumer:
         self.requeries: dict[TP, int] = {}  # asked again after an outdated answer: see answer_offset_queries
         self.stored: dict[TP, tuple[int, str | None]] = {}
         self.errors: deque[FakeMessage] = deque()
+        self.error_cb: Callback = settings.get("error_cb")
+        self.client_errors: deque[KafkaError] = deque()  # for error_cb, served by consume (``report``)
         self.callbacks: dict[str, Callback] = {}
         self.closed = False
         self.fatal: KafkaException | None = None  # raised by every consume (librdkafka's fatal state)
@@ -229,6 +233,11 @@ class FakeConsumer:
             raise self.fatal
         self._serve_group()
         self._auto_commit()
+        while self.client_errors:
+            error = self.client_errors.popleft()
+            if self.error_cb is not None:
+                with serving_callback():
+                    self.error_cb(error)
         out: list[FakeMessage] = []
         while self.errors and len(out) < num_messages:
             out.append(self.errors.popleft())
@@ -357,6 +366,10 @@ class FakeConsumer:
             return None
         committed = self._commit_offsets(explicit, raise_errors=not asynchronous)
         return None if asynchronous else committed
+
+    def report(self, error: KafkaError) -> None:
+        """An error librdkafka reports to ``error_cb`` (a refused login, brokers down), served by ``consume``."""
+        self.client_errors.append(error)
 
     def consumer_group_metadata(self) -> FakeGroupMetadata:
         """The group and this member (its epoch now), for a transactional producer's offsets."""

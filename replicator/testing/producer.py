@@ -12,6 +12,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from replicator.testing.cluster import FakeCluster
+from replicator.testing.login import FakeLogin
 from replicator.testing.message import FakeMessage, Headers
 from replicator.testing.process import FakeProcess
 
@@ -32,11 +33,12 @@ class Queued:
     callback: DeliveryCallback | None
 
 
-class FakeProducer:
+class FakeProducer(FakeLogin):
     """``produce`` into a bounded queue; ``poll``/``flush`` write to the cluster and report deliveries."""
 
     def __init__(self, settings: dict[str, Any], cluster: FakeCluster, process: FakeProcess | None = None) -> None:
         self.cluster = cluster
+        self._remember_login(settings)
         self.process = process or FakeProcess("producer")
         self.capacity = int(settings.get("queue.buffering.max.messages", 100_000))
         self.on_delivery: DeliveryCallback | None = settings.get("on_delivery")

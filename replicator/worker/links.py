@@ -12,6 +12,7 @@ import logging
 from confluent_kafka import KafkaError, KafkaException
 
 from replicator.config import RouteConfig
+from replicator.kafka.refusal import refusal
 from replicator.worker import metrics
 
 log = logging.getLogger(__name__)
@@ -32,8 +33,13 @@ class Links:
         if error.code() in UNREACHABLE and side not in self.down:
             self.down.add(side)
             metrics.ERRORS.labels(self.route.name, f"{side}_unreachable").inc()
-            log.warning("%s cluster unreachable, retrying (nothing new is committed) route=%s cluster=%s error=%r",
-                        side, self.route.name, getattr(self.route, side), error.str())
+            cause = refusal(error)
+            if cause is not None:  # up, but refusing us (a rotated password, an expired certificate): act on it
+                log.error("%s cluster refuses the worker, retrying (nothing new is committed) route=%s cluster=%s"
+                          " cause=%r", side, self.route.name, getattr(self.route, side), cause)
+            else:
+                log.warning("%s cluster unreachable, retrying (nothing new is committed) route=%s cluster=%s"
+                            " error=%r", side, self.route.name, getattr(self.route, side), error.str())
         elif error.fatal() or error.code() == KafkaError._FATAL:
             return f"{side} client: {error.str()}"
         return None

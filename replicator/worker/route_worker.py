@@ -56,6 +56,7 @@ from replicator.worker.group_member import GroupMember
 from replicator.worker.heartbeat import HeartbeatEmitter
 from replicator.worker.inflight import InFlight
 from replicator.worker.links import Links
+from replicator.worker.logins import Logins
 from replicator.worker.records import TP, error_of, event_partition, for_producer, headers_of, key_of, offset_of
 from replicator.worker.refusals import describe_refusal
 from replicator.worker.stall import LoopWatch, ProducerWatch, discard
@@ -111,6 +112,8 @@ class RouteWorker(GroupMember):
                  batch_size: int = 2000, worker_id: str | None = None, clients: ClientFactory = KAFKA_CLIENTS,
                  timeouts: WorkerTimeouts = WorkerTimeouts()) -> None:
         self.config, self.route, self.batch_size, self.worker_id = config, route, batch_size, worker_id
+        self.logins = Logins(config)  # passwords rotated in their files reach the clients below
+        clients = self.logins.factory(clients)
         self.clients, self.timeouts = clients, timeouts
         self.subscription = Subscription(config, route, store, timeouts.refresh, clients)
         self.subscription.state.worker = worker_label(worker_id)
@@ -212,6 +215,7 @@ class RouteWorker(GroupMember):
                 messages = self._consume(1, 0.05)
             if messages:
                 self.links.up("source")
+            self.logins.apply()  # a login read again in a callback of the consume above
             self.backlog.extend(messages)
             self._drain()
             self._send_syncs()
@@ -598,11 +602,15 @@ class RouteWorker(GroupMember):
 
     @shielded("source error")
     def _on_source_error(self, error: KafkaError) -> None:
+        if error.code() == KafkaError._AUTHENTICATION:
+            self.logins.refused(self.route.source)
         if self.links.error("source", error) is not None:
             self._consumer_failed(error)  # fatal: a held worker id is waited for, anything else stops
 
     @shielded("target error")
     def _on_target_error(self, error: KafkaError) -> None:
+        if error.code() == KafkaError._AUTHENTICATION:
+            self.logins.refused(self.route.target)
         self.failure = self.links.error("target", error) or self.failure
 
     def _publish_lag(self) -> None:

@@ -4,6 +4,8 @@
 - MTLS      SSL with client certificates required (the CA's ``mirrorflow`` certificate gets in)
 - EXPIRED   SSL, presenting a certificate that expired in 2021
 - WRONGNAME SSL, presenting a certificate for ``kafka.example.com`` only
+- ROTATE    SASL_SSL like SECURE, but a login lasts 3 s: clients authenticate again (KIP-368), so a password
+            changed on the broker is asked for within seconds (credential rotation)
 
 Its PLAINTEXT listener stays for the tests' own reads and writes. Two cluster names of a config may point
 at two listeners of this one broker: a route between them crosses TLS on both sides.
@@ -68,9 +70,13 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     listeners = (TlsListener("SECURE", free_port(), "SASL_SSL", broker.keystore, ca.pem),
                  TlsListener("MTLS", free_port(), "SSL", broker.keystore, ca.pem, client_auth=True),
                  TlsListener("EXPIRED", free_port(), "SSL", expired.keystore, ca.pem),
-                 TlsListener("WRONGNAME", free_port(), "SSL", wrong_name.keystore, ca.pem))
+                 TlsListener("WRONGNAME", free_port(), "SSL", wrong_name.keystore, ca.pem),
+                 TlsListener("ROTATE", free_port(), "SASL_SSL", broker.keystore, ca.pem))
+    reauth = {f"listener.name.rotate.{mechanism}.connections.max.reauth.ms": "3000"
+              for mechanism in ("scram-sha-256", "scram-sha-512")}
     cluster = LocalCluster(LocalClusterSpec("secured", home / "broker", free_port(), free_port(), heap="384m",
-                                            tls_listeners=listeners, scram_users=PASSWORDS))
+                                            tls_listeners=listeners, scram_users=PASSWORDS,
+                                            extra_properties=reauth))
     cluster.start()
     try:
         yield Secured(cluster, ca.pem, ca.issue("mirrorflow", client=True), other.issue("stranger", client=True),

@@ -254,3 +254,38 @@ def _replication_page(state_url: str) -> str:
         page, data = client.get(PAGE_PATH), client.get(API_PATH)
     assert page.status_code == data.status_code == 200, page.text[-500:]
     return page.text + data.text
+
+
+def test_a_password_rotated_on_the_broker_and_in_its_file_is_used_without_a_restart(  # type: ignore[no-untyped-def]
+        secured: Secured, backup, unique_name, tmp_path, workers) -> None:
+    """The source's password changes on the broker and in the file the config reads it from; the broker asks
+    for the login again within seconds (the ROTATE listener). The running worker logs in with the new password
+    and copies on: every record arrives, byte for byte, no restart, no password in its log."""
+    old, new = "Rotate-Old-Pa55-1b9c", "Rotate-New-Pa55-e27a"
+    user, topic, partitions = f"rot-{unique_name[-8:]}", unique_name, 2
+    secured.cluster.set_scram_users({user: old})
+    create_topics(secured.plaintext, {topic: partitions})
+    before, after = make_records(partitions, 50, "before"), make_records(partitions, 50, "after")
+    produce(secured.plaintext, topic, before)
+    (tmp_path / "source.password").write_text(old + "\n")
+    source = {**secured.scram(user), "bootstrap.servers": secured.listeners["ROTATE"],
+              "sasl.password": "${file:source.password}"}
+    config = _config(tmp_path / "mirrorflow.yaml", {"eu": source, "backup": {"bootstrap.servers":
+                                                                              backup.bootstrap_servers}},
+                     [{"name": "rotated", "source": "eu", "target": "backup", "topics": [topic]}])
+    worker = Worker(config, log_dir=tmp_path)
+    workers.append(worker)
+    replica = f"eu.{topic}"
+    wait_until(lambda: total(end_offsets(backup.bootstrap_servers, replica, partitions)) >= len(before), 90,
+               f"the first records on the replica; worker log: {worker.output()[-1500:]}")
+
+    secured.cluster.set_scram_users({user: new})  # the old password no longer gets in
+    (tmp_path / "source.password").write_text(new + "\n")
+    produce(secured.plaintext, topic, after)
+    wait_until(lambda: total(end_offsets(backup.bootstrap_servers, replica, partitions)) >= len(before + after),
+               90, f"the records written after the rotation; worker log: {worker.output()[-2500:]}")
+    assert read_all(backup.bootstrap_servers, replica, partitions) == by_partition(before + after, partitions)
+    log = worker.output()
+    assert "cluster eu: login read again from" in log, log[-3000:]
+    assert old not in log and new not in log
+    assert worker.process.poll() is None  # still running: no restart

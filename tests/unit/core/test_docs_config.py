@@ -55,6 +55,8 @@ def model_keys(model: type[BaseModel] = Config, prefix: str = "") -> dict[str, o
     """Every YAML key path of ``model`` and its nested models, with the field's default."""
     keys: dict[str, object] = {}
     for name, field in model.model_fields.items():
+        if field.exclude:  # derived when the file is read, never written in it
+            continue
         path = f"{prefix}{name}"
         keys[path] = None if field.is_required() else field.get_default(call_default_factory=True)
         for suffix, nested in _models(field.annotation):

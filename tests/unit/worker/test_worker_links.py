@@ -37,7 +37,14 @@ def test_an_unreachable_cluster_is_logged_once_and_its_return_once(links: Links,
     links.up(side)
     said = lines(caplog)
     assert len(said) == 2, said
-    assert said[0].startswith(f"{side} cluster unreachable") and f"cluster={cluster}" in said[0]
+    if code in (KafkaError._AUTHENTICATION, KafkaError._SSL):  # up, but refusing: an ERROR naming the cause
+        assert said[0].startswith(f"{side} cluster refuses the worker, retrying") and f"cluster={cluster}" in said[0]
+        assert ("authentication failed (check sasl.username" if code == KafkaError._AUTHENTICATION
+                else "TLS handshake failed") in said[0]
+        assert caplog.records[0].levelno == logging.ERROR
+    else:
+        assert said[0].startswith(f"{side} cluster unreachable") and f"cluster={cluster}" in said[0]
+        assert caplog.records[0].levelno == logging.WARNING
     assert said[1].startswith(f"{side} cluster reachable again") and "route=r" in said[1]
     assert links.down == set()
 
