@@ -92,6 +92,30 @@ def _unreadable_files(properties: Mapping[str, str]) -> list[tuple[str, str]]:
     return out
 
 
+def _client_key_problems(properties: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``(key, problem)`` when the PEM key of ``ssl.key.location`` is encrypted and ``ssl.key.password`` is
+    missing or does not decrypt it: librdkafka says only "ssl.key.location failed: ... PEM lib" for both."""
+    path, password = properties.get("ssl.key.location"), properties.get("ssl.key.password")
+    if not path:
+        return []
+    try:
+        with open(path, "rb") as key_file:
+            pem = key_file.read()
+    except OSError:
+        return []  # said by _unreadable_files
+    if b"BEGIN ENCRYPTED PRIVATE KEY" not in pem and b"Proc-Type: 4,ENCRYPTED" not in pem:  # PKCS#8, OpenSSL's
+        return []
+    if not password:
+        return [("ssl.key.password", f"the key {path} (ssl.key.location) is encrypted: set ssl.key.password")]
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        load_pem_private_key(pem, password.encode())
+    except (ValueError, TypeError):
+        return [("ssl.key.password", f"does not decrypt the key {path} (ssl.key.location)")]
+    return []
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -352,6 +376,8 @@ class Config(_Frozen):
             if not properties.get("bootstrap.servers", "").strip():
                 raise KeyProblem(f".{name}", "missing required key 'bootstrap.servers'")
             for key, problem in _unreadable_files(properties):
+                raise KeyProblem(f".{name}.{key}", problem)
+            for key, problem in _client_key_problems(properties):
                 raise KeyProblem(f".{name}.{key}", problem)
             clusters[str(name)] = {"name": str(name), "properties": properties}
         return clusters

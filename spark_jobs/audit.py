@@ -85,7 +85,7 @@ def _materialised(frame: DataFrame, what: str) -> DataFrame:
         kept.count()  # read now, once: later steps use these rows, not a second read
     except (Py4JError, PySparkException) as exc:  # one line naming what was read, not a JVM stack
         kept.unpersist()
-        raise ClusterError(f"reading {what} failed: {runner.first_line(exc)}") from None
+        raise ClusterError(f"reading {what} failed: {runner.failure_line(exc)}") from None
     return kept
 
 

@@ -57,6 +57,24 @@ def _read(path: str, key: str, where: str) -> str:
         raise ConfigError(f"{where}: {key}: cannot read {path}: {exc.strerror}") from None
 
 
+def _decrypted(key: str, password: str | None, where: str) -> str:
+    """The client key as an unencrypted PKCS#8 PEM: Java's PEM keystore cannot decrypt the PBES2 keys that
+    OpenSSL and librdkafka use ("PBES2 SecretKeyFactory not available" on Java 17), so the job decrypts it here,
+    in memory. Spark's UI masks the option (``spark.sql.redaction.options.regex``)."""
+    if "BEGIN ENCRYPTED PRIVATE KEY" not in key and "Proc-Type: 4,ENCRYPTED" not in key:
+        return key
+    if not password:
+        raise ConfigError(f"{where}: the client key is encrypted: set ssl.key.password")
+    from cryptography.hazmat.primitives import serialization
+
+    try:
+        loaded = serialization.load_pem_private_key(key.encode(), password.encode())
+    except (ValueError, TypeError):
+        raise ConfigError(f"{where}: ssl.key.password does not decrypt the client key") from None
+    return loaded.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode()
+
+
 def _ssl(props: Mapping[str, str], where: str) -> dict[str, str]:
     out = {}
     if "ssl.ca.location" in props:
@@ -71,7 +89,8 @@ def _ssl(props: Mapping[str, str], where: str) -> dict[str, str]:
     if (cert is None) != (key is None):
         raise ConfigError(f"{where}: a client certificate needs both its certificate and its key")
     if cert is not None and key is not None:
-        out.update({"ssl.keystore.type": "PEM", "ssl.keystore.certificate.chain": cert, "ssl.keystore.key": key})
+        out.update({"ssl.keystore.type": "PEM", "ssl.keystore.certificate.chain": cert,
+                    "ssl.keystore.key": _decrypted(key, props.get("ssl.key.password"), where)})
     if "ssl.endpoint.identification.algorithm" in props:
         algorithm = props["ssl.endpoint.identification.algorithm"]
         out["ssl.endpoint.identification.algorithm"] = "" if algorithm == "none" else algorithm
@@ -94,4 +113,6 @@ def spark_kafka_options(cluster: str, properties: Mapping[str, str]) -> dict[str
         java.update(_ssl(properties, where))
     if "ssl.keystore.location" in java:
         java["ssl.keystore.type"] = "PKCS12"  # librdkafka's keystore is always PKCS#12
+    elif "ssl.keystore.key" in java:
+        java.pop("ssl.key.password", None)  # the PEM key is passed decrypted
     return {f"kafka.{k}": v for k, v in java.items()}

@@ -47,10 +47,25 @@ Properties = tuple[Mapping[str, str], Mapping[str, str]]
 Job = Callable[[SparkSession, S, Properties], tuple[Any, str]]
 
 
-def first_line(exc: BaseException) -> str:
-    """The first line of ``exc``'s message (Spark's run long), else its type's name."""
+def failure_line(exc: BaseException) -> str:
+    """One line for a failed Spark call: the first line of its message (Spark's run long) and, when Java
+    raised it, the root cause (Py4J's own line, "An error occurred while calling o52.count.", says nothing)."""
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    first = text.splitlines()[0] if text else type(exc).__name__
+    cause = _root_cause(exc) or next((line.strip().removeprefix("Caused by: ") for line in reversed(text.splitlines())
+                                      if line.strip().startswith("Caused by: ")), None)
+    return f"{first} (cause: {cause})" if cause and cause not in first else first
+
+
+def _root_cause(exc: BaseException) -> str | None:
+    """The innermost cause of the Java exception behind ``exc`` (a Py4JJavaError), as Java says it."""
+    java = getattr(exc, "java_exception", None)
+    try:
+        while java is not None and java.getCause() is not None:
+            java = java.getCause()
+        return None if java is None else str(java.toString()).splitlines()[0]
+    except Py4JError:  # the gateway is gone: the message is all there is
+        return None
 
 
 def build_parser(job: str, description: str | None, spec_help: str) -> argparse.ArgumentParser:
@@ -86,7 +101,7 @@ def run_job(job: str, args: argparse.Namespace, read_spec: Callable[[str], S], r
         sys.stderr.write(f"spark_jobs.{job}: error: {exc}\n")
         return exc.exit_code
     except (Py4JError, PySparkException) as exc:
-        sys.stderr.write(f"spark_jobs.{job}: error: the Spark job failed: {first_line(exc)}\n")
+        sys.stderr.write(f"spark_jobs.{job}: error: the Spark job failed: {failure_line(exc)}\n")
         return 1
     print(f"{done}: result in {args.output}")
     return 0

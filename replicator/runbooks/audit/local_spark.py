@@ -32,6 +32,7 @@ def run_in_process(spec: AuditSpec, config: Config, spark: SparkSession | None =
     from pyspark.sql import SparkSession
 
     from spark_jobs.audit import audit
+    from spark_jobs.runner import failure_line
     from spark_jobs.session import build_session
 
     say = progress or (lambda _line: None)
@@ -47,7 +48,7 @@ def run_in_process(spec: AuditSpec, config: Config, spark: SparkSession | None =
             f" {len(spec.topics)} topics")
         return audit(session, spec, properties, say)
     except (Py4JError, PySparkException) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = failure_line(exc)
         raise AuditJobError(f"route {spec.route}: the audit's Spark job failed: {first}") from None
     finally:
         if owned and session is not None:

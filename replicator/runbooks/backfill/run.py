@@ -151,13 +151,14 @@ def _copy(session: SparkSession, spec: BackfillSpec, cfg: Config, say: Callable[
     from pyspark.errors import PySparkException
 
     from spark_jobs.backfill import backfill
+    from spark_jobs.runner import failure_line
 
     properties = (cfg.cluster(spec.source_cluster).client_properties(),
                   cfg.cluster(spec.target_cluster).client_properties())
     try:
         return backfill(session, spec, properties, say)
     except (Py4JError, PySparkException) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = failure_line(exc)
         raise BackfillJobError(
             f"route {spec.route}: the backfill's Spark job failed on {spec.topic}: {first}") from None
 

@@ -25,6 +25,7 @@ from replicator.dev.tls import Issued, LocalCA
 from tests.support import free_port
 
 PASSWORDS = {"mirrorflow": "Scram-Pa55-mirrorflow-7f3a", "app": "Scram-Pa55-app-91c2"}
+KEY_PASSWORD = "Key-Pa55-client-4e8d"  # of the encrypted client key
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class Secured:
     cluster: LocalCluster
     ca: Path
     client: Issued  # signed by the broker's CA, CN=mirrorflow
+    encrypted: Issued  # the same, its key encrypted with KEY_PASSWORD
+    expired_client: Issued  # signed by the broker's CA, expired in 2021
     stranger: Issued  # a client certificate from another CA
     other_ca: Path
     listeners: dict[str, str]  # listener name -> host:port
@@ -51,11 +54,14 @@ class Secured:
                 "sasl.password": PASSWORDS.get(user, "x") if password is None else password,
                 "ssl.ca.location": str(self.ca)}
 
-    def mtls(self) -> dict[str, str]:
-        """Client properties of a certificate login on the mutual-TLS listener."""
+    def mtls(self, key_password: str | None = None) -> dict[str, str]:
+        """Client properties of a certificate login on the mutual-TLS listener (with ``key_password``: the
+        encrypted key, that value as its ``ssl.key.password``)."""
+        issued = self.client if key_password is None else self.encrypted
         return {"bootstrap.servers": self.listeners["MTLS"], "security.protocol": "SSL",
-                "ssl.ca.location": str(self.ca), "ssl.certificate.location": str(self.client.cert),
-                "ssl.key.location": str(self.client.key)}
+                "ssl.ca.location": str(self.ca), "ssl.certificate.location": str(issued.cert),
+                "ssl.key.location": str(issued.key),
+                **({} if key_password is None else {"ssl.key.password": key_password})}
 
 
 @pytest.fixture(scope="session")
@@ -79,7 +85,11 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
                                             extra_properties=reauth))
     cluster.start()
     try:
-        yield Secured(cluster, ca.pem, ca.issue("mirrorflow", client=True), other.issue("stranger", client=True),
-                      other.pem, {lst.name: lst.bootstrap_servers("127.0.0.1") for lst in listeners})
+        yield Secured(cluster, ca.pem, ca.issue("mirrorflow", client=True),
+                      ca.issue("mirrorflow-encrypted", client=True, key_password=KEY_PASSWORD),
+                      ca.issue("expired-client", client=True, valid_from=past,
+                               valid_until=past + dt.timedelta(days=365)),
+                      other.issue("stranger", client=True), other.pem,
+                      {lst.name: lst.bootstrap_servers("127.0.0.1") for lst in listeners})
     finally:
         cluster.stop()

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from replicator.kafka.admin import create_topics
-from tests.integration.secure.conftest import PASSWORDS, Secured
+from tests.integration.secure.conftest import KEY_PASSWORD, PASSWORDS, Secured
 from tests.kafka_io import end_offsets, produce, read_all, total, wait_until
 from tests.records import by_partition, make_records
 from tests.support import Worker
@@ -44,11 +44,12 @@ def test_routes_copy_byte_for_byte_over_scram_and_mutual_tls_and_to_and_from_pla
     produce(primary.bootstrap_servers, topics["in"], records["in"])
 
     (tmp_path / "eu.password").write_text(PASSWORDS["mirrorflow"] + "\n")
+    (tmp_path / "us.key.password").write_text(KEY_PASSWORD + "\n")
     monkeypatch.setenv("APP_SCRAM_PASSWORD", PASSWORDS["app"])
     eu = {**secured.scram(), "sasl.password": "${file:eu.password}"}
     eu256 = {**secured.scram("app", mechanism="SCRAM-SHA-256"), "sasl.password": "${APP_SCRAM_PASSWORD}"}
     config = _config(tmp_path / "mirrorflow.yaml", {
-        "eu": eu, "us": secured.mtls(), "eu256": eu256,
+        "eu": eu, "us": secured.mtls("${file:us.key.password}"), "eu256": eu256,  # an encrypted client key
         "primary": {"bootstrap.servers": primary.bootstrap_servers},
         "backup": {"bootstrap.servers": backup.bootstrap_servers},
     }, [
@@ -88,7 +89,7 @@ def test_routes_copy_byte_for_byte_over_scram_and_mutual_tls_and_to_and_from_pla
     code, _ = worker.terminate()
     assert code == 0, worker.output()[-2000:]
     everything = worker.output() + "".join(shown)
-    for secret in PASSWORDS.values():
+    for secret in (*PASSWORDS.values(), KEY_PASSWORD):
         assert secret not in everything
     assert "Traceback" not in everything
 
@@ -114,8 +115,17 @@ def _bad_cases(secured: Secured, tmp_path: Path) -> dict[str, tuple[dict[str, st
         "client certificate refused": ({**secured.mtls(), "ssl.certificate.location": str(secured.stranger.cert),
                                         "ssl.key.location": str(secured.stranger.key)}, 1,
                                        "the broker refused the client certificate"),
+        "expired client certificate": ({**secured.mtls(), "ssl.certificate.location":
+                                        str(secured.expired_client.cert),
+                                        "ssl.key.location": str(secured.expired_client.key)}, 1,
+                                       "the broker refused the client certificate"),
         "missing key file": ({**secured.mtls(), "ssl.key.location": str(tmp_path / "gone.key")}, 2,
                              f"clusters.eu.ssl.key.location: cannot read {tmp_path / 'gone.key'}"),
+        "encrypted key, no ssl.key.password": ({k: v for k, v in secured.mtls(KEY_PASSWORD).items()
+                                                if k != "ssl.key.password"}, 2,
+                                               "clusters.eu.ssl.key.password: the key "),
+        "wrong ssl.key.password": (secured.mtls("not-the-key-Pa55word"), 2,
+                                   "clusters.eu.ssl.key.password: does not decrypt the key"),
         "TLS listener reached as plaintext": ({"bootstrap.servers": listeners["SECURE"]}, 1,
                                               "speaks TLS but security.protocol is PLAINTEXT"),
         "plaintext listener reached with TLS": ({"bootstrap.servers": secured.plaintext, "security.protocol": "SSL",
@@ -146,7 +156,7 @@ def test_each_bad_security_setting_is_named_in_one_line_at_start(  # type: ignor
         assert len(lines) == 1 and said in lines[0], f"{name}: {err[-1500:]}"
         if code == 1:
             assert "source cluster 'eu'" in lines[0], f"{name}: {lines[0]}"
-        for secret in (*PASSWORDS.values(), "not-the-Pa55word", "nobody-Pa55word"):
+        for secret in (*PASSWORDS.values(), "not-the-Pa55word", "nobody-Pa55word", "not-the-key-Pa55word"):
             assert secret not in out + err, name
         assert "Traceback" not in out + err, name
         print(f"{name}: exit {process.returncode} after {took:.1f} s: {lines[0]}")
@@ -177,8 +187,9 @@ def _iso(ms: int) -> str:
 
 
 def test_sync_checkpoint_backfill_audit_and_failover_run_against_secured_clusters(  # type: ignore[no-untyped-def]
-        secured: Secured, unique_name, tmp_path, workers) -> None:
-    """Route eu -> us: a SCRAM login (password from a file) on the source, a client certificate on the target.
+        secured: Secured, unique_name, tmp_path, workers, monkeypatch) -> None:
+    """Route eu -> us: a SCRAM login (password from a file) on the source, a client certificate on the target
+    (its key encrypted, the key's password from the environment: Spark's Java client decrypts it too).
     sync creates the replica; the route, started at the end, copies the new records; checkpoint translates a
     group; backfill (Spark, with the same settings mapped to the Java client) copies the older records once;
     the audit (Spark) finds the replica whole; a planned failover moves the group. No secret in any output, in
@@ -194,8 +205,9 @@ def test_sync_checkpoint_backfill_audit_and_failover_run_against_secured_cluster
            for p in range(partitions)}
     produce(secured.plaintext, topic, [r for p in range(partitions) for r in old[p]])
     (tmp_path / "eu.password").write_text(PASSWORDS["mirrorflow"])
+    monkeypatch.setenv("US_KEY_PASSWORD", KEY_PASSWORD)
     config = _config(tmp_path / "mirrorflow.yaml", {
-        "eu": {**secured.scram(), "sasl.password": "${file:eu.password}"}, "us": secured.mtls()},
+        "eu": {**secured.scram(), "sasl.password": "${file:eu.password}"}, "us": secured.mtls("${US_KEY_PASSWORD}")},
         [{"name": "eu-us", "source": "eu", "target": "us", "topics": [topic], "start": "latest"}])
     replica, outputs = f"eu.{topic}", []
 
@@ -236,7 +248,7 @@ def test_sync_checkpoint_backfill_audit_and_failover_run_against_secured_cluster
     assert committed(secured.plaintext, f"{unique_name}-app", replica, partitions) == {p: 30 for p in range(partitions)}
     everything = "".join(outputs) + worker.output() + _replication_page(f"sqlite:///{tmp_path / 'state.db'}")
     assert "eu-us" in everything  # the page shows the route
-    for secret in PASSWORDS.values():
+    for secret in (*PASSWORDS.values(), KEY_PASSWORD):
         assert secret not in everything
         assert secret.encode() not in (tmp_path / "state.db").read_bytes()
     assert "Traceback" not in everything

@@ -205,3 +205,26 @@ def test_a_tls_file_that_cannot_be_read_is_refused_at_load_naming_the_key(tmp_pa
         f"clusters.backup.ssl.key.location: cannot read {tmp_path}/client.key: No such file or directory")
     assert caught.value.exit_code == 2 and "hunter2" not in str(caught.value)
     parse_config(text.replace(f', ssl.key.location: "{tmp_path}/client.key"', ""), environ=ENV)  # the CA is read
+
+
+def test_an_encrypted_client_key_needs_the_password_that_decrypts_it_said_at_load(tmp_path: Path) -> None:
+    """librdkafka says "ssl.key.location failed: ... PEM lib" for a missing and a wrong ssl.key.password alike."""
+    from replicator.dev.tls import LocalCA
+
+    issued = LocalCA(tmp_path / "ca").issue("client", client=True, key_password="K3y-Pa55")
+    (tmp_path / "key.password").write_text("K3y-Pa55\n")
+    base = (f'sasl.password: "${{PW}}", ssl.certificate.location: "{issued.cert}", '
+            f'ssl.key.location: "{issued.key}"')
+    cases = {"": "clusters.backup.ssl.key.password: the key " + f"{issued.key} (ssl.key.location) is encrypted: "
+                 "set ssl.key.password",
+             ', ssl.key.password: "not-it"': f"clusters.backup.ssl.key.password: does not decrypt the key "
+                                              f"{issued.key} (ssl.key.location)"}
+    for extra, said in cases.items():
+        with pytest.raises(ConfigError) as caught:
+            parse_config(GOOD.replace('sasl.password: "${PW}"', base + extra), environ=ENV)
+        assert str(caught.value).endswith(said) and caught.value.exit_code == 2
+        assert "not-it" not in str(caught.value)
+    config_file = tmp_path / "mirrorflow.yaml"
+    config_file.write_text(GOOD.replace('sasl.password: "${PW}"', base + ', ssl.key.password: "${file:key.password}"'))
+    loaded = load_config(config_file, ENV)
+    assert loaded.cluster("backup").properties["ssl.key.password"] == "K3y-Pa55"

@@ -38,7 +38,31 @@ def test_client_certificate_files_become_a_pem_keystore(tmp_path: Path) -> None:
                                         "ssl.endpoint.identification.algorithm": "none"})
     assert options["kafka.ssl.keystore.type"] == "PEM"
     assert (options["kafka.ssl.keystore.certificate.chain"], options["kafka.ssl.keystore.key"]) == ("CERT", "KEY")
-    assert options["kafka.ssl.key.password"] == "kp" and options["kafka.ssl.endpoint.identification.algorithm"] == ""
+    assert options["kafka.ssl.endpoint.identification.algorithm"] == ""
+    assert "kafka.ssl.key.password" not in options  # Java would take the PEM key for an encrypted one
+
+
+def test_an_encrypted_client_key_reaches_java_decrypted_in_memory(tmp_path: Path) -> None:
+    """Java 17's PEM keystore cannot decrypt a PBES2 key ("PBES2 SecretKeyFactory not available")."""
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    from replicator.dev.tls import LocalCA
+
+    issued = LocalCA(tmp_path / "ca").issue("client", client=True, key_password="K3y-Pa55")
+    props = {"bootstrap.servers": "h:1", "security.protocol": "SSL", "ssl.certificate.location": str(issued.cert),
+             "ssl.key.location": str(issued.key), "ssl.key.password": "K3y-Pa55"}
+    options = spark_kafka_options("a", props)
+    key = options["kafka.ssl.keystore.key"]
+    assert key.startswith("-----BEGIN PRIVATE KEY-----") and "kafka.ssl.key.password" not in options
+    assert load_pem_private_key(key.encode(), None).public_key() == load_pem_private_key(
+        issued.key.read_bytes(), b"K3y-Pa55").public_key()
+    for password, said in ((None, "the client key is encrypted: set ssl.key.password"),
+                           ("not-it", "ssl.key.password does not decrypt the client key")):
+        wrong = {k: v for k, v in props.items() if k != "ssl.key.password"} | (
+            {} if password is None else {"ssl.key.password": password})
+        with pytest.raises(ConfigError) as refused:
+            spark_kafka_options("a", wrong)
+        assert said in str(refused.value) and "not-it" not in str(refused.value)
 
 
 @pytest.mark.parametrize(("props", "message"), [
