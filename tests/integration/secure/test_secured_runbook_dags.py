@@ -266,3 +266,30 @@ def test_fenced_failover_and_incremental_failback_dags_over_sasl_ssl(  # type: i
         assert not any(secret in line for line in db.iterdump() for secret in PASSWORDS.values())
     assert not any(secret in worker.output() for secret in PASSWORDS.values())
 
+
+
+def test_backfill_dag_copies_the_earlier_records_over_sasl_ssl(  # type: ignore[no-untyped-def]
+        pair: Pair, airflow_db, task_environ, unique_name, tmp_path, monkeypatch, workers) -> None:
+    """spark-submit of the backfill job, its Kafka source and our producer logging in over SASL_SSL."""
+    topic, route = unique_name, f"bf-{unique_name[-8:]}"
+    old, new = (by_partition(make_records(PARTITIONS, n, tag), PARTITIONS) for n, tag in ((8, "old"), (5, "new")))
+    create_topics(pair.p, {topic: PARTITIONS})
+    produce(pair.p, topic, [r for p in range(PARTITIONS) for r in old[p]])
+    config = pair.config(tmp_path / "mirrorflow.yaml", [
+        {"name": route, "source": "primary", "target": "backup", "topics": [topic], "start": "latest"}])
+    monkeypatch.setenv("MIRRORFLOW_CONFIG", str(config))
+    monkeypatch.delenv("MIRRORFLOW_WORK_DIR", raising=False)
+    worker = Worker(config, route, log_dir=tmp_path)
+    workers.append(worker)
+    wait_until(lambda: all(f"{topic}[{p}]@8" in worker.output() for p in range(PARTITIONS)), 60,
+               "the route to start at the end of each partition")
+    produce(pair.p, topic, [r for p in range(PARTITIONS) for r in new[p]])
+    wait_until(lambda: committed(pair.p, f"mirrorflow-{route}", topic, PARTITIONS) == {0: 13, 1: 13}, 90,
+               "the route to copy the new records")
+
+    tis = _succeeds("mirrorflow_backfill_topic", route=route, topic=topic, from_offset="0=0,1=0")
+    assert {key[0]: ti.state for key, ti in tis.items()} == {
+        "prepare": "success", "job_args": "success", "backfill_job": "success", "check": "success"}
+    replica = {p: [rec for _, rec in recs] for p, recs in read_source(pair.b, f"primary.{topic}", PARTITIONS).items()}
+    assert replica == {p: new[p] + old[p] for p in range(PARTITIONS)}
+    assert not _holding(tmp_path / "runs", *PASSWORDS.values()), "a password in the Spark job's spec or result"
