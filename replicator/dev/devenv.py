@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from replicator.dev.localcluster import ClusterStatus, LocalCluster, LocalClusterSpec, TlsListener
-from replicator.dev.tls import LocalCA
+from replicator.dev.tls import LocalCA, issued_files
 from replicator.errors import UsageError
 
 DEFAULT_HOME = Path(".mirrorflow")
@@ -79,17 +79,26 @@ def _scram_password(home: Path) -> str:
     return path.read_text().strip()
 
 
-def dev_clusters(home: Path, ports: Mapping[str, int] = DEV_PORTS) -> list[LocalCluster]:
-    """The two development clusters kept under ``home/dev`` (with their TLS listener when secured)."""
+def dev_clusters(home: Path, ports: Mapping[str, int] = DEV_PORTS, prepare: bool = False) -> list[LocalCluster]:
+    """The two development clusters kept under ``home/dev`` (with their TLS listener when secured). ``prepare``
+    (to start them): make the CA, the broker's certificate and the SCRAM password when missing; else (to stop
+    them, to ask how they are) nothing is made."""
     if not is_secure(home):
         return [LocalCluster(LocalClusterSpec(name=name, home=home / "dev" / name, port=port,
                                               controller_port=port + 1)) for name, port in ports.items()]
-    ca = LocalCA(home / "dev" / "tls")
-    keystore, users = ca.ensure("broker").keystore, {SCRAM_USER: _scram_password(home)}
+    folder = home / "dev" / "tls"
+    if prepare:
+        ca = LocalCA(folder)
+        keystore, users = ca.ensure("broker").keystore, {SCRAM_USER: _scram_password(home)}
+    else:
+        password = home / _PASSWORD_FILE
+        keystore = issued_files(folder, "broker").keystore
+        users = {SCRAM_USER: password.read_text().strip()} if password.exists() else {}
+    pem = folder / "ca.pem"
     return [
         LocalCluster(LocalClusterSpec(
             name=name, home=home / "dev" / name, port=port, controller_port=port + 1, scram_users=users,
-            tls_listeners=(TlsListener("SECURE", port + SECURE_OFFSET, "SASL_SSL", keystore, ca.pem),)))
+            tls_listeners=(TlsListener("SECURE", port + SECURE_OFFSET, "SASL_SSL", keystore, pem),)))
         for name, port in ports.items()
     ]
 
@@ -117,7 +126,7 @@ def dev_up(
         if stopped:
             progress(f"restarting {', '.join(stopped)} {'with' if secure else 'without'} a TLS listener")
         set_secure(home, secure)
-    clusters = dev_clusters(home, ports)
+    clusters = dev_clusters(home, ports, prepare=True)
 
     def start(cluster: LocalCluster) -> ClusterStatus:
         began = time.monotonic()

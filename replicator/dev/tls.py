@@ -67,6 +67,11 @@ def _key_pem(key: ec.EllipticCurvePrivateKey, password: str | None = None) -> by
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
 
 
+def issued_files(folder: Path, name: str) -> Issued:
+    """Where the CA kept in ``folder`` keeps what it issued ``name`` (whether issued yet or not)."""
+    return Issued(folder / f"{name}.pem", folder / f"{name}.key", folder / f"{name}.keystore.pem")
+
+
 class LocalCA:
     """A CA kept in ``folder`` (made at first use), and what it issues."""
 
@@ -129,7 +134,7 @@ class LocalCA:
         return issued
 
     def _files(self, name: str) -> Issued:
-        return Issued(self.folder / f"{name}.pem", self.folder / f"{name}.key", self.folder / f"{name}.keystore.pem")
+        return issued_files(self.folder, name)
 
     def ensure(self, name: str, *, hosts: Sequence[str] = ("127.0.0.1", "localhost"),
                client: bool = False) -> Issued:

@@ -11,7 +11,7 @@ from confluent_kafka.admin import AdminClient
 
 from replicator.errors import ClusterError
 from replicator.kafka import tls_probe
-from replicator.kafka.refusal import refusal, speaks_tls_hint
+from replicator.kafka.refusal import certificate_hint, refusal, speaks_tls_hint
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +92,7 @@ def _explained(error: KafkaError, properties: Mapping[str, str]) -> str:
     if error.code() == KafkaError._SSL and "certificate verify failed" in error.str():
         seen = tls_probe.probe(properties["bootstrap.servers"], properties)
         if seen.problem is not None:
-            return f"TLS: {tls_probe.certificate_hint(seen.problem)} ({seen.address})"
+            return f"TLS: {certificate_hint(seen.problem)} ({seen.address})"
     return refusal(error) or error.str()
 
 

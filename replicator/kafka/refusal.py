@@ -43,3 +43,19 @@ def speaks_tls_hint(protocol: str, where: str) -> str:
     wanted = "SASL_SSL" if protocol.upper().startswith("SASL") else "SSL"
     return (f"the listener at {where} speaks TLS but security.protocol is {protocol.upper()}: set "
             f"security.protocol: {wanted} (and ssl.ca.location to the CA that signed the broker's certificate)")
+
+
+def certificate_hint(problem: str) -> str:
+    """What to do about a failed verification of the broker's certificate, from OpenSSL's words."""
+    lowered = problem.lower()
+    if "expired" in lowered:
+        return "the broker's certificate has expired (renew it on the broker)"
+    if "not yet valid" in lowered:
+        return "the broker's certificate is not valid yet (check the clocks)"
+    if "hostname mismatch" in lowered or "ip address mismatch" in lowered:
+        return (f"the broker's certificate does not name the address the client connected to ({problem}); "
+                "connect by a name it lists, or reissue it with that name")
+    if "issuer" in lowered or "self-signed" in lowered or "self signed" in lowered:
+        return ("the broker's certificate is not signed by a CA the client trusts (set ssl.ca.location to the CA "
+                f"that signed it): {problem}")
+    return f"the broker's certificate was refused: {problem}"

@@ -84,18 +84,3 @@ def probe(bootstrap_servers: str, properties: Mapping[str, str], *, verify: bool
     except OSError:
         return Probe(where, None)  # refused, unreachable, timed out: nothing learned
 
-
-def certificate_hint(problem: str) -> str:
-    """What to do about a failed verification of the broker's certificate, from OpenSSL's words."""
-    lowered = problem.lower()
-    if "expired" in lowered:
-        return "the broker's certificate has expired (renew it on the broker)"
-    if "not yet valid" in lowered:
-        return "the broker's certificate is not valid yet (check the clocks)"
-    if "hostname mismatch" in lowered or "ip address mismatch" in lowered:
-        return (f"the broker's certificate does not name the address the client connected to ({problem}); "
-                "connect by a name it lists, or reissue it with that name")
-    if "issuer" in lowered or "self-signed" in lowered or "self signed" in lowered:
-        return ("the broker's certificate is not signed by a CA the client trusts (set ssl.ca.location to the CA "
-                f"that signed it): {problem}")
-    return f"the broker's certificate was refused: {problem}"

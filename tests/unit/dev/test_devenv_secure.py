@@ -13,7 +13,10 @@ PORTS = {"primary": 19092, "backup": 29092}
 
 def test_a_secured_dev_config_uses_the_tls_listener_and_reads_the_password_from_its_file(tmp_path: Path) -> None:
     set_secure(tmp_path, True)
-    clusters = {c.spec.name: c.spec for c in dev_clusters(tmp_path, PORTS)}
+    assert [c.spec.scram_users for c in dev_clusters(tmp_path, PORTS)] == [{}, {}]  # asking makes nothing
+    assert not (tmp_path / "dev" / "tls").exists() and not (tmp_path / "dev" / "secrets").exists()
+    clusters = {c.spec.name: c.spec for c in dev_clusters(tmp_path, PORTS, prepare=True)}
+    assert {c.spec.name: c.spec for c in dev_clusters(tmp_path, PORTS)} == clusters  # the files made, read
     assert [(lst.name, lst.port, lst.protocol) for lst in clusters["backup"].tls_listeners] == [
         ("SECURE", 29094, "SASL_SSL")]
     password_file = tmp_path / "dev" / "secrets" / "scram.password"
@@ -34,8 +37,8 @@ def test_the_choice_is_kept_and_the_same_secrets_are_used_again(tmp_path: Path) 
     assert dev_config(tmp_path, PORTS)["clusters"] == {  # type: ignore[comparison-overlap]
         "primary": {"bootstrap.servers": "127.0.0.1:19092"}, "backup": {"bootstrap.servers": "127.0.0.1:29092"}}
     set_secure(tmp_path, True)
-    first = [c.spec for c in dev_clusters(tmp_path, PORTS)]
-    again = [c.spec for c in dev_clusters(tmp_path, PORTS)]
+    first = [c.spec for c in dev_clusters(tmp_path, PORTS, prepare=True)]
+    again = [c.spec for c in dev_clusters(tmp_path, PORTS, prepare=True)]
     assert is_secure(tmp_path) and first == again  # same password, same broker certificate
     set_secure(tmp_path, False)
     assert not is_secure(tmp_path) and all(not c.spec.tls_listeners for c in dev_clusters(tmp_path, PORTS))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError
 
-from replicator.kafka.refusal import refusal, speaks_tls_hint
-from replicator.kafka.tls_probe import certificate_hint, first_address
+from replicator.kafka.refusal import certificate_hint, refusal, speaks_tls_hint
+from replicator.kafka.tls_probe import first_address
 
 # librdkafka 2.16's own texts, as seen against a broker with TLS listeners.
 CASES = [
