@@ -33,6 +33,15 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Airflow's private home goes with the session (each run made one more under /tmp)."""
+    import shutil
+
+    home = os.environ.get("AIRFLOW_HOME", "")
+    if Path(home).name.startswith("mirrorflow-test-airflow-"):
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that touches the real clusters, so `-m "not kafka"` is the pure suite."""
     for item in items:
