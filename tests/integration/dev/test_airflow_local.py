@@ -265,6 +265,35 @@ def test_a_dag_run_reaches_the_dev_clusters(dev: DevAirflow) -> None:
     assert "ConnectError" not in (dev.airflow_home / "scheduler.log").read_text()
 
 
+def test_a_task_that_meets_a_mirrorflow_error_says_it_in_one_line_of_its_log_no_traceback(
+    dev: DevAirflow,
+) -> None:
+    """A real task process (the scheduler's, under Airflow's supervisor), not dag.test(): the task log file
+    holds the error once, at ERROR, and no traceback; the task failed."""
+    token = _token(dev)
+    dag_runs = f"{dev.url}/api/v2/dags/mirrorflow_metadata_sync/dagRuns"
+    run = _api(dag_runs, "POST", {"logical_date": None, "conf": {"route": "no-such-route"}}, token=token)
+    deadline = time.monotonic() + 300
+    while run["state"] not in ("success", "failed") and time.monotonic() < deadline:
+        time.sleep(3)
+        run = _api(f"{dag_runs}/{run['dag_run_id']}", token=_token(dev))
+    tasks = _api(f"{dag_runs}/{run['dag_run_id']}/taskInstances", token=_token(dev))["task_instances"]
+    states = {t["task_id"]: t["state"] for t in tasks}
+    assert run["state"] == "failed" and states["routes"] == "failed", states
+    [log] = [
+        path
+        for path in (dev.airflow_home / "logs").rglob("*.log")
+        if "dag_id=mirrorflow_metadata_sync" in str(path)
+        and "task_id=routes" in str(path)
+        and run["dag_run_id"] in str(path)
+    ]
+    text = log.read_text()
+    said = [line for line in text.splitlines() if "no-such-route" in line]
+    assert len(said) == 1 and '"level":"error"' in said[0].replace(" ", ""), text[-3000:]
+    assert "unknown route" in said[0] or "no route" in said[0], said[0]
+    assert "Traceback" not in text and "ConfigError" not in text, text[-3000:]
+
+
 def test_second_up_is_harmless_and_only_says_where_the_password_is(dev: DevAirflow) -> None:
     before = dev.leaders()
     again = _mirrorflow(dev.home, dev.env, "dev", "up", "--airflow")

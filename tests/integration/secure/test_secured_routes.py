@@ -293,11 +293,16 @@ def test_a_password_rotated_on_the_broker_and_in_its_file_is_used_without_a_rest
 
     secured.cluster.set_scram_users({user: new})  # the old password no longer gets in
     (tmp_path / "source.password").write_text(new + "\n")
-    produce(secured.plaintext, topic, after)
+    # The broker asks the worker's connections to log in again within 3 s: refused, then read again.
+    wait_until(lambda: "cluster eu: login read again from" in worker.output(), 60,
+               f"the worker to read the new password; worker log: {worker.output()[-2500:]}")
+    produce(secured.plaintext, topic, after)  # copied only with the new login (the old one is refused)
     wait_until(lambda: total(end_offsets(backup.bootstrap_servers, replica, partitions)) >= len(before + after),
                90, f"the records written after the rotation; worker log: {worker.output()[-2500:]}")
     assert read_all(backup.bootstrap_servers, replica, partitions) == by_partition(before + after, partitions)
     log = worker.output()
-    assert "cluster eu: login read again from" in log, log[-3000:]
+    refused = [line for line in log.splitlines() if "source cluster refuses the worker" in line]
+    assert len(refused) == 1 and "authentication failed" in refused[0], log[-3000:]
+    assert log.index("login read again") < log.index("source cluster reachable again"), log[-3000:]
     assert old not in log and new not in log
     assert worker.process.poll() is None  # still running: no restart
