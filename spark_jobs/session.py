@@ -30,6 +30,8 @@ def session_master(master: str | None, environ: Mapping[str, str]) -> str | None
 
 def build_session(app_name: str, master: str | None = None) -> SparkSession:
     """A session able to read Kafka (``spark.jars`` = the Maven-fetched connector)."""
+    # The driver's address: loopback unless the environment says otherwise (a driver in a container whose
+    # executors run elsewhere sets SPARK_LOCAL_IP=0.0.0.0 and SPARK_LOCAL_HOSTNAME to the name they reach it by).
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # else Spark binds a public address
     if not os.environ.get("PYSPARK_GATEWAY_PORT"):  # in process: Python workers with this interpreter's packages
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -44,7 +46,7 @@ def build_session(app_name: str, master: str | None = None) -> SparkSession:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.session.timeZone", "UTC")  # time buckets must not depend on the host
-        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.bindAddress", os.environ["SPARK_LOCAL_IP"])
         # Reader options a plan or the UI may show: the Kafka source's JAAS config (it holds the SASL password)
         # and PEM key material are masked, as Spark masks *password*/*secret* by default.
         .config("spark.sql.redaction.options.regex", REDACTED_OPTIONS)
