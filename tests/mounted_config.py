@@ -1,10 +1,11 @@
-"""Loading a mirrorflow config as a container sees it: its ``${file:PATH}`` secrets mounted where the deployment
-mounts them (compose's /run/secrets, a Kubernetes Secret volume), used by the compose and Kubernetes checks.
+"""Loading a mirrorflow config as a container sees it: its ``${file:PATH}`` secrets and the files it names
+(``ssl.ca.location``, ...) mounted where the deployment mounts them (compose's /run/secrets, a Kubernetes
+Secret volume), used by the compose and Kubernetes checks.
 
-The host has no such paths, so each ``${file:PATH}`` of the text is pointed at a temporary file holding what
-the deployment would mount at PATH (a relative PATH counts from the config's folder in the container, as
-``replicator.config`` reads it); a PATH the deployment does not mount is an error naming it, as the container
-would fail to read it.
+The host has no such paths, so each ``${file:PATH}`` of the text, and each mounted path it names, is pointed at
+a temporary file holding what the deployment would mount there (a relative ``${file:}`` PATH counts from the
+config's folder in the container, as ``replicator.config`` reads it); a ``${file:}`` the deployment does not
+mount is an error naming it, and so is a named file (the loader cannot read it), as in the container.
 """
 
 from __future__ import annotations
@@ -40,4 +41,7 @@ def load_mounted(text: str, source: str, config_dir: PurePosixPath, environ: Map
         def point(match: re.Match[str]) -> str:
             return "${file:" + str(local[config_dir / match.group(1)]) + "}"
 
-        return parse_config(_FILE_REF.sub(point, text), source, environ)
+        pointed = _FILE_REF.sub(point, text)
+        for path in sorted(local, key=lambda p: -len(str(p))):  # a file named as a value (ssl.ca.location: PATH)
+            pointed = re.sub(rf"(?<![\w/.-]){re.escape(str(path))}(?![\w/.-])", str(local[path]), pointed)
+        return parse_config(pointed, source, environ)
