@@ -172,7 +172,8 @@ def submitters(compose: Compose) -> dict[str, str]:
 
 
 def spark_connection_problems(compose: Compose, repo: Path) -> list[str]:
-    """When the file runs a Spark master, each Airflow service's spark_default connection submits to it."""
+    """When the file runs a Spark master, each Airflow service's spark_default connection submits to it, in
+    client mode (the driver reads the job's spec and writes its result in the DAG's work folder)."""
     known = masters(compose)
     if not known:
         return []
@@ -182,10 +183,15 @@ def spark_connection_problems(compose: Compose, repo: Path) -> list[str]:
             problems.append(f"service {name}: no {CONNECTION_ENV}: its DAGs run Spark on local[2], not on "
                             f"{sorted(known)}")
             continue
-        master = _flag(submit_command(connection), "--master")
+        command = submit_command(connection)
+        master = _flag(command, "--master")
         if master not in known:
             problems.append(f"service {name}: {CONNECTION_ENV} submits to {master}, but the file's masters are "
                             f"{sorted(known)}")
+        if _flag(command, "--deploy-mode") == "cluster":
+            problems.append(f"service {name}: {CONNECTION_ENV} submits in cluster mode: the driver would run on a "
+                            f"Spark worker, which cannot read the job's spec nor write its result where the DAG "
+                            f"reads it (client mode, the default, runs it here)")
     return problems
 
 

@@ -346,6 +346,13 @@ BROKEN = [
         "submits to spark://spark-master,", id="spark-connection-port",
     ),
     pytest.param(
+        spark_connection_problems,
+        _set("services.airflow.environment.AIRFLOW_CONN_SPARK_DEFAULT",
+             '{"conn_type": "spark", "host": "spark://spark-master", "port": 7077, '
+             '"extra": {"deploy-mode": "cluster"}}'),
+        "submits in cluster mode", id="spark-connection-cluster-mode",
+    ),
+    pytest.param(
         spark_connection_problems, _delete("services.airflow.environment.AIRFLOW_CONN_SPARK_DEFAULT"),
         "no AIRFLOW_CONN_SPARK_DEFAULT", id="spark-connection-missing",
     ),
