@@ -140,11 +140,6 @@ def test_airflow_submits_to_the_spark_master(compose: Compose) -> None:
     assert not problems, "\n".join(problems)
 
 
-def test_the_driver_is_reachable_by_the_executors(compose: Compose) -> None:
-    problems = driver_host_problems(compose, REPO)
-    assert not problems, "\n".join(problems)
-
-
 def test_every_long_running_service_has_a_health_check_it_can_run(compose: Compose) -> None:
     assert {"worker-1", "worker-2", "spark-master", "spark-worker", "prometheus", "grafana"} <= set(
         long_running(compose)), sorted(long_running(compose))
@@ -152,18 +147,20 @@ def test_every_long_running_service_has_a_health_check_it_can_run(compose: Compo
     assert not problems, "\n".join(problems)
 
 
-def test_services_wait_for_the_health_of_what_they_use(compose: Compose) -> None:
-    problems = depends_on_problems(compose, REPO) + restart_problems(compose, REPO)
+# Checks with no precondition of their own: the driver reachable by the executors, start order on health,
+# restart policies, the DAGs' job files on a writable mount, the workers' stop grace, passwords as secrets.
+AGREEING: list[Check] = [driver_host_problems, depends_on_problems, restart_problems, work_dir_problems,
+                         stop_grace_problems, secret_declaration_problems, default_password_problems]
+
+
+@pytest.mark.parametrize("check", AGREEING, ids=[c.__name__ for c in AGREEING])
+def test_the_file_agrees_with_the_code(compose: Compose, check: Check) -> None:
+    problems = check(compose, REPO)
     assert not problems, "\n".join(problems)
 
 
-def test_the_dags_write_their_job_files_to_a_writable_folder(compose: Compose) -> None:
-    problems = work_dir_problems(compose, REPO)
-    assert not problems, "\n".join(problems)
-
-
-def test_workers_get_the_time_their_stop_takes(compose: Compose) -> None:
-    problems = stop_grace_problems(compose, REPO)
+def test_the_real_env_file_is_neither_committed_nor_built_in() -> None:
+    problems = env_file_problems(REPO)
     assert not problems, "\n".join(problems)
 
 
@@ -174,12 +171,6 @@ def test_no_password_is_written_in_the_deployment_files() -> None:
 
 def test_the_env_example_defines_every_variable_and_no_password() -> None:
     problems = env_example_problems(raw_compose(), read_env_file(ENV_EXAMPLE))
-    assert not problems, "\n".join(problems)
-
-
-def test_passwords_reach_the_services_as_secrets(compose: Compose) -> None:
-    problems = (secret_declaration_problems(compose, REPO) + default_password_problems(compose, REPO)
-                + env_file_problems(REPO))
     assert not problems, "\n".join(problems)
 
 
