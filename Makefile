@@ -15,10 +15,19 @@ CHAOS_ARGS ?=
 TOXIPROXY_VERSION := v2.12.0
 TOXIPROXY := .cache/bin/toxiproxy-server
 TOXIPROXY_STAMP := .cache/bin/.toxiproxy-$(TOXIPROXY_VERSION)
+# The validator of docker/kubernetes/ (tests/unit/dev/test_kubernetes.py), built from source through the Go
+# module proxy, and the ServiceMonitor CRD it validates against, from prometheus-operator's Go module (the
+# Kubernetes schemas themselves come from the PyPI package kubernetes-validate, in the dev extras).
+KUBECONFORM_VERSION := v0.8.0
+KUBECONFORM := .cache/bin/kubeconform
+KUBECONFORM_STAMP := .cache/bin/.kubeconform-$(KUBECONFORM_VERSION)
+PROMETHEUS_OPERATOR_VERSION := v0.85.0
+CRDS := .cache/kubernetes/crds
+CRDS_STAMP := $(CRDS)/.prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup venv jars browser toxiproxy demo test check chaos down clean
+.PHONY: setup venv jars browser toxiproxy kubeconform demo test check chaos down clean
 
 setup: venv jars
 
@@ -53,6 +62,28 @@ $(TOXIPROXY_STAMP):
 	@rm -f .cache/bin/.toxiproxy-*
 	@touch $@
 
+# kubeconform from source, as toxiproxy above; and the ServiceMonitor CRD's YAML out of prometheus-operator's
+# module (`go mod download -json` prints the folder it unpacked to). Stamps name the versions: a new pin
+# fetches again.
+kubeconform: $(KUBECONFORM_STAMP) $(CRDS_STAMP)
+
+$(KUBECONFORM_STAMP):
+	@command -v go >/dev/null || { echo "kubeconform: 'go' not found: install Go (1.23 or newer) to build the Kubernetes manifests' validator"; exit 1; }
+	@echo "== kubeconform: github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION) into $(KUBECONFORM)"
+	@mkdir -p .cache/bin
+	GOBIN=$(abspath .cache/bin) go install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
+	@rm -f .cache/bin/.kubeconform-*
+	@touch $@
+
+$(CRDS_STAMP):
+	@command -v go >/dev/null || { echo "crds: 'go' not found: install Go to fetch prometheus-operator's CRDs"; exit 1; }
+	@echo "== crds: ServiceMonitor of github.com/prometheus-operator/prometheus-operator@$(PROMETHEUS_OPERATOR_VERSION) into $(CRDS)"
+	@rm -rf $(CRDS) && mkdir -p $(CRDS)
+	dir=$$(go mod download -json github.com/prometheus-operator/prometheus-operator@$(PROMETHEUS_OPERATOR_VERSION) \
+	       | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	  test -n "$$dir" && install -m 0644 "$$dir/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml" $(CRDS)/
+	@touch $@
+
 # The Replication page's browser test drives Debian's chromium through its chromedriver;
 # apt-get runs only when either is missing (root, or sudo when available).
 browser:
@@ -64,7 +95,7 @@ browser:
 demo: setup
 	$(BIN)/mirrorflow demo
 
-test: setup browser toxiproxy
+test: setup browser toxiproxy kubeconform
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Lint and types (the pinned ruff and mypy of the dev extras): ruff over the whole tree,

@@ -20,8 +20,9 @@ Records the route has not copied yet count as pending, not missing.
 
 **Spark**: submitted through the `spark_default` connection. When it does not exist
 (a fresh Airflow), the job runs on `local[2]` (`MIRRORFLOW_SPARK_MASTER` to change);
-create the connection for a cluster (`spark://host:7077`, `yarn`, `k8s://...`). The
-Kafka connector jars come from `.cache/jars/spark`.
+create the connection for a cluster (`spark://host:7077`, `yarn`, `k8s://...`; the
+driver runs in the task, in client mode: docs/operations.md says what a cluster needs). The
+Kafka connector jars come from `.cache/jars/spark` (`$MIRRORFLOW_JARS/spark` when set, as in the image).
 
 **Catch-up**: off (`catchup=False`), so a fresh install does not queue an audit for
 every hour since `start_date`. The window comes from the data interval alone, so

@@ -7,24 +7,27 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import shlex
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
+from unittest.mock import patch
 
 import yaml
 
 from replicator.cli.main import build_parser
-from replicator.config import CONFIG_ENV, Config, load_config
 from replicator.dev.devenv import DEV_PORTS
-from replicator.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = REPO / "docker-compose.yml"
 DOCKER_CONFIG = REPO / "docker" / "mirrorflow.yaml"
+# The stack's passwords: the committed example, and the git-ignored file a user fills in from it.
+ENV_EXAMPLE = REPO / "docker" / "mirrorflow.env.example"
+ENV_FILE = REPO / "docker" / "mirrorflow.env"
+SECRETS_DIR = PurePosixPath("/run/secrets")  # where compose mounts a service's secrets
 # Where the Dockerfile copies the repo: a container path below it is a repo path.
 APP_DIR = PurePosixPath("/opt/mirrorflow")
 KAFKA_IMAGE = "apache/kafka"
@@ -124,6 +127,21 @@ def mirrorflow_argvs(compose: Compose) -> list[tuple[str, list[str]]]:
     ]
 
 
+def parse_cli(args: list[str], environ: Mapping[str, str] | None = None) -> tuple[Any, str | None]:
+    """``mirrorflow ARGS`` through the real CLI parser, built under ``environ`` (its options' environment
+    fallbacks are read then): (the parsed arguments, None), or (None, why argparse refused them)."""
+    stderr = io.StringIO()
+    with contextlib.ExitStack() as stack:
+        if environ is not None:
+            stack.enter_context(patch.dict(os.environ, environ))
+        stack.enter_context(contextlib.redirect_stderr(stderr))
+        stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+        try:
+            return build_parser().parse_args(args), None
+        except SystemExit:
+            return None, stderr.getvalue().strip() or "exits instead of running"
+
+
 def _volume(volume: str | Mapping[str, Any]) -> tuple[str, str, str]:
     """``(type, source, target)`` of a volume entry in short or long syntax."""
     if isinstance(volume, Mapping):
@@ -198,17 +216,7 @@ def pom_kafka_version(repo: Path) -> str:
     return version.strip()
 
 
-# --- the configs the services load ------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ConfigRef:
-    """One service's reference to a mirrorflow config, resolved to a repo file."""
-
-    service: str
-    container_path: PurePosixPath
-    host_path: Path | None  # None: neither mounted nor part of the image's copy of the repo
-    environ: Mapping[str, str]
+# --- container paths ---------------------------------------------------------------------
 
 
 def container_to_host(service: Service, path: PurePosixPath, repo: Path) -> Path | None:
@@ -220,37 +228,6 @@ def container_to_host(service: Service, path: PurePosixPath, repo: Path) -> Path
         return repo / path.relative_to(APP_DIR)
     return None
 
-
-def config_paths(service: Service) -> set[PurePosixPath]:
-    """The config files a service names: ``--config`` arguments and $MIRRORFLOW_CONFIG."""
-    paths = {p for argv in argvs(service) if is_mirrorflow(argv) for p in _config_args(argv)}
-    if CONFIG_ENV in environment(service):
-        paths.add(PurePosixPath(environment(service)[CONFIG_ENV]))
-    return paths
-
-
-def _config_args(argv: list[str]) -> Iterator[PurePosixPath]:
-    for index, arg in enumerate(argv):
-        if arg == "--config" and index + 1 < len(argv):
-            yield PurePosixPath(argv[index + 1])
-        elif arg.startswith("--config="):
-            yield PurePosixPath(arg.partition("=")[2])
-
-
-def config_refs(compose: Compose, repo: Path) -> list[ConfigRef]:
-    """Every (service, config file) pair of the compose file."""
-    return [
-        ConfigRef(name, path, container_to_host(service, path, repo), environment(service))
-        for name, service in services(compose).items()
-        for path in sorted(config_paths(service))
-    ]
-
-
-def load_ref(ref: ConfigRef) -> Config:
-    """Load a referenced config as the service would: that file, that service's environment."""
-    if ref.host_path is None:
-        raise ConfigError(f"{ref.container_path} is neither bind-mounted nor below {APP_DIR}")
-    return load_config(ref.host_path, ref.environ)
 
 
 # --- the checks -----------------------------------------------------------------------
@@ -292,27 +269,12 @@ def mount_problems(compose: Compose, repo: Path) -> list[str]:
 
 
 def command_problems(compose: Compose, repo: Path) -> list[str]:
-    """Each ``mirrorflow ...`` command line parses with the real CLI parser."""
+    """Each ``mirrorflow ...`` command line parses with the real CLI parser, under the service's environment."""
     problems = []
     for name, args in mirrorflow_argvs(compose):
-        stderr = io.StringIO()
-        try:
-            with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
-                build_parser().parse_args(args)
-        except SystemExit:
-            why = stderr.getvalue().strip() or "exits instead of running"
+        _, why = parse_cli(args, environment(services(compose)[name]))
+        if why:
             problems.append(f"service {name}: `mirrorflow {shlex.join(args)}`: {why}")
-    return problems
-
-
-def config_problems(compose: Compose, repo: Path) -> list[str]:
-    """Each config a service names loads, with that service's own environment."""
-    problems = []
-    for ref in config_refs(compose, repo):
-        try:
-            load_ref(ref)
-        except ConfigError as exc:
-            problems.append(f"service {ref.service}: config {ref.container_path}: {exc}")
     return problems
 
 
@@ -358,39 +320,6 @@ def _host_listener_problems(name: str, service: Service, port: int) -> list[str]
             f"service {name}: host port {port} goes to container port {container_port}, "
             f"but listener {listener} binds {binds}"
         ]
-    return []
-
-
-def bootstrap_problems(compose: Compose, repo: Path) -> list[str]:
-    """Each cluster of each loaded config is an advertised, bound listener of a service."""
-    problems = []
-    for ref in config_refs(compose, repo):
-        try:
-            config = load_ref(ref)
-        except ConfigError:
-            continue  # config_problems reports it
-        for cluster in config.clusters.values():
-            for server in (s.strip() for s in cluster.bootstrap_servers.split(",")):
-                where = f"{ref.container_path}: cluster {cluster.name} at {server}"
-                problems += _server_problems(compose, where, server)
-    return problems
-
-
-def _server_problems(compose: Compose, where: str, server: str) -> list[str]:
-    """One bootstrap server: a service name (what Docker's DNS resolves) and its listener."""
-    host, _, port_text = server.rpartition(":")
-    if host not in services(compose):
-        return [f"{where}: {host!r} is no compose service ({', '.join(services(compose))})"]
-    service = services(compose)[host]
-    advertised = listeners(service, "KAFKA_ADVERTISED_LISTENERS")
-    matching = [ln for ln, address in advertised.items() if address == (host, int(port_text))]
-    if not matching:
-        shown = ", ".join(f"{h}:{p}" for h, p in advertised.values()) or "none"
-        return [f"{where}: not an advertised listener of service {host} ({shown})"]
-    bound = listeners(service, "KAFKA_LISTENERS").get(matching[0])
-    if bound is None or bound[1] != int(port_text):
-        binds = f"port {bound[1]}" if bound else "nothing"
-        return [f"{where}: service {host} advertises it, but listener {matching[0]} binds {binds}"]
     return []
 
 
