@@ -8,9 +8,13 @@ given (its ``--master``, the ``spark_default`` connection's host); else, in proc
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
+import tempfile
+import zipfile
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -28,8 +32,25 @@ def session_master(master: str | None, environ: Mapping[str, str]) -> str | None
     return environ.get("MIRRORFLOW_SPARK_MASTER") or "local[2]"
 
 
+def jobs_archive(folder: Path | None = None) -> Path:
+    """``spark_jobs/`` as a zip for the executors' Python path. Where executors have MirrorFlow installed,
+    the jobs' own modules are still missing (they sit beside the package in a checkout), and a task that
+    needs one would fail only there. Named by its content's digest: made once per version of the jobs."""
+    sources = sorted(Path(__file__).resolve().parent.glob("*.py"))
+    digest = hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in sources)).hexdigest()[:16]
+    target = (folder or Path(tempfile.gettempdir())) / f"mirrorflow-spark-jobs-{digest}.zip"
+    if not target.exists():
+        partial = target.with_name(f"{target.name}.{os.getpid()}.part")
+        with zipfile.ZipFile(partial, "w") as archive:
+            for path in sources:
+                archive.write(path, f"spark_jobs/{path.name}")
+        partial.replace(target)  # whole or not at all, whoever else makes it at the same time
+    return target
+
+
 def build_session(app_name: str, master: str | None = None) -> SparkSession:
-    """A session able to read Kafka (``spark.jars`` = the Maven-fetched connector)."""
+    """A session able to read Kafka (``spark.jars`` = the Maven-fetched connector) whose executors can import
+    the jobs' modules (:func:`jobs_archive`), whatever the master."""
     # The driver's address: loopback unless the environment says otherwise (a driver in a container whose
     # executors run elsewhere sets SPARK_LOCAL_IP=0.0.0.0 and SPARK_LOCAL_HOSTNAME to the name they reach it by).
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # else Spark binds a public address
@@ -40,7 +61,7 @@ def build_session(app_name: str, master: str | None = None) -> SparkSession:
     chosen = session_master(master, os.environ)
     if chosen is not None:
         builder = builder.master(chosen)
-    return (
+    session = (
         builder
         .config("spark.jars", jars)
         .config("spark.ui.showConsoleProgress", "false")
@@ -52,3 +73,5 @@ def build_session(app_name: str, master: str | None = None) -> SparkSession:
         .config("spark.sql.redaction.options.regex", REDACTED_OPTIONS)
         .getOrCreate()
     )
+    session.sparkContext.addPyFile(str(jobs_archive()))
+    return session

@@ -19,3 +19,19 @@ SUBMITTED = {"PYSPARK_GATEWAY_PORT": "40123"}  # what spark-submit sets for the 
 ])
 def test_session_master(master: str | None, environ: dict[str, str], expected: str | None) -> None:
     assert session_master(master, environ) == expected
+
+
+def test_the_jobs_archive_holds_every_job_module_and_is_made_once_per_version(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import zipfile
+    from pathlib import Path
+
+    from spark_jobs.session import jobs_archive
+
+    archive = jobs_archive(tmp_path)
+    sources = sorted(Path(jobs_archive.__code__.co_filename).parent.glob("*.py"))
+    with zipfile.ZipFile(archive) as opened:
+        assert sorted(opened.namelist()) == sorted(f"spark_jobs/{p.name}" for p in sources)
+        assert opened.read("spark_jobs/backfill.py") == (sources[0].parent / "backfill.py").read_bytes()
+    made = archive.stat().st_mtime_ns
+    assert jobs_archive(tmp_path) == archive and archive.stat().st_mtime_ns == made  # not made again
+    assert [p.name for p in tmp_path.iterdir()] == [archive.name]  # no partial file left
