@@ -64,6 +64,7 @@ class GroupMember(ABC):
     placing_failed_since: float | None  # placing has failed since then (None: it works)
     id_held_since: float | None
     worker_id: str | None
+    label: str  # how the worker is named as an owner: ``--worker-id@host:pid`` (``route_worker.worker_label``)
     _rejoin_at: float | None
     _recreations_seen: int
     _consumer: Consumer | None
@@ -324,7 +325,9 @@ class GroupMember(ABC):
         start = [TopicPartition(tp.topic, tp.partition, PLACEHOLDER) for tp in partitions]
         consumer.incremental_assign(start)
         consumer.pause(start)
-        self.unplaced.update((tp.topic, tp.partition) for tp in partitions)
+        keys = {(tp.topic, tp.partition) for tp in partitions}
+        self.unplaced.update(keys)
+        metrics.owned(self.route.name, self.label, keys)
         self._retry_at = 0.0
         log.info("assigned route=%s partitions=%s", self.route.name,
                  ",".join(f"{tp.topic}[{tp.partition}]" for tp in partitions))
@@ -363,6 +366,7 @@ class GroupMember(ABC):
         self.resets -= keys
         self.backlog = deque(m for m in self.backlog if (m.topic(), m.partition()) not in keys)
         metrics.ASSIGNED.labels(self.route.name).set(len(self.inflight.ledgers))
+        metrics.disowned(self.route.name, self.label, keys)
         if unsettled:
             log.warning("handed over with records not yet acknowledged by the target: their next owner "
                         "copies them again (duplicates, no loss) route=%s partitions=%d records=%d",

@@ -6,7 +6,9 @@ prometheus_client call per record would cost more than the copy itself.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter as Tally
+from collections.abc import Iterable
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
@@ -31,6 +33,9 @@ TRANSACTIONS = Counter("mirrorflow_transactions", "Transactions of an exactly-on
                        "(committed, aborted)", ["route", "result"])
 GUARANTEE = Gauge("mirrorflow_route_guarantee", "1 for the delivery guarantee a running route gives",
                   ["route", "guarantee"])
+OWNED = Gauge("mirrorflow_partition_owned", "1 for each source partition the group gave this worker (by its label: "
+              "--worker-id@host:pid); the series goes when the partition is revoked or lost",
+              ["route", "worker", "topic", "partition"])
 ASSIGNED = Gauge("mirrorflow_assigned_partitions", "Source partitions assigned to this worker", ["route"])
 RATE_LIMIT = Gauge("mirrorflow_rate_limit_bytes_per_second",
                    "This worker's share of the route's max_bytes_per_second (keys and values)", ["route"])
@@ -54,6 +59,22 @@ TOPIC_REFRESH = Histogram("mirrorflow_topic_refresh_seconds",
 def serve(port: int) -> None:
     """Expose /metrics on ``port`` (all interfaces, as Prometheus scrapers expect)."""
     start_http_server(port)
+
+
+def owned(route: str, worker: str, keys: Iterable[tuple[str, int]]) -> None:
+    """These partitions are the worker's now."""
+    for topic, partition in keys:
+        OWNED.labels(route, worker, topic, str(partition)).set(1)
+
+
+def disowned(route: str, worker: str, keys: Iterable[tuple[str, int]]) -> None:
+    """These partitions are no longer the worker's: their series go (a gauge left behind would show a partition
+    owned twice, and the old owner's last lag for it, on every dashboard that reads them)."""
+    for topic, partition in keys:
+        with contextlib.suppress(KeyError):  # never set (placing never finished): nothing to remove
+            OWNED.remove(route, worker, topic, str(partition))
+        with contextlib.suppress(KeyError):
+            LAG.remove(route, topic, str(partition))
 
 
 class RouteMeter:

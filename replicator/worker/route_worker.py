@@ -116,7 +116,8 @@ class RouteWorker(GroupMember):
         clients = self.logins.factory(clients)
         self.clients, self.timeouts = clients, timeouts
         self.subscription = Subscription(config, route, store, timeouts.refresh, clients)
-        self.subscription.state.worker = worker_label(worker_id)
+        self.label = worker_label(worker_id)
+        self.subscription.state.worker = self.label
         self.positioner = Positioner(route, self.subscription.state.data_loss, self.subscription.recreated)
         self.topic_id_of: dict[TP, str] = {}  # the topic id each owned partition's offsets count records of
         # identity/mapping: loops are cut by header. Without the loop check (a failback's resync

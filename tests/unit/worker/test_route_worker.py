@@ -628,3 +628,34 @@ def test_a_consumer_renewed_for_a_topic_created_again_whose_close_never_returns_
     assert "the source consumer did not close in" in caplog.text
     assert worker.finish() is None  # it stops when asked
     wedged.set()
+
+
+def owned_by(label: str) -> set[int]:
+    """The partitions a worker's metrics say it owns."""
+    return {int(s.labels["partition"]) for metric in REGISTRY.collect() if metric.name == "mirrorflow_partition_owned"
+            for s in metric.samples if s.labels["worker"] == label and s.labels["route"] == "r" and s.value == 1}
+
+
+def test_the_metrics_tell_which_partitions_each_worker_owns(kafka: FakeKafka) -> None:
+    """#17: an operator reads from each worker's metrics which partitions it owns; before, only how many, and the
+    lag gauge of a partition that had moved stayed behind on its old owner (a partition shown twice)."""
+    produce(kafka["source"], 50)
+    first = WorkerThread(kafka, "a", route_config(kafka), dataclasses.replace(FAST, lag=0.05), worker_id="w1")
+    label = first.worker.label
+    wait_until(lambda: all_copied(kafka) and owned_by(label) == set(range(PARTITIONS)), what="w1 owning all",
+               alive=(first,))
+    second = WorkerThread(kafka, "b", route_config(kafka), dataclasses.replace(FAST, lag=0.05), worker_id="w2")
+    other = second.worker.label
+
+    def shared() -> bool:
+        mine, theirs = owned_by(label), owned_by(other)
+        return bool(mine) and bool(theirs) and not mine & theirs and mine | theirs == set(range(PARTITIONS))
+
+    wait_until(shared, what="the partitions shared, each owned once", alive=(first, second))
+    assert second.finish() is None
+    wait_until(lambda: owned_by(label) == set(range(PARTITIONS)) and not owned_by(other), what="w1 owning all again",
+               alive=(first,))
+    assert first.finish() is None
+    assert not owned_by(label)
+    assert all(lag_gauge(p) is None for p in range(PARTITIONS))  # no lag left behind for partitions nobody owns
+    assert_nothing_lost(kafka)
