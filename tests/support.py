@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -71,7 +71,9 @@ def own_pair(home: Path, heap: str = "384m") -> Iterator[tuple[LocalCluster, Loc
 class Worker:
     """A ``mirrorflow run`` process, as an operator runs it (stderr kept in a file)."""
 
-    def __init__(self, config: Path, *routes: str, log_dir: Path, extra: list[str] | None = None) -> None:
+    def __init__(self, config: Path, *routes: str, log_dir: Path, extra: list[str] | None = None,
+                 on: Callable[[list[str]], list[str]] | None = None) -> None:
+        """``on``: how to run it elsewhere (``replicator.dev.hosts.Host.command``: on another host)."""
         import subprocess
         import sys
 
@@ -82,7 +84,7 @@ class Worker:
             args += ["--route", route]
         args += extra or []
         self._out = open(self.log, "wb")  # noqa: SIM115 - closed in wait()
-        self.process = subprocess.Popen(args, stdout=self._out, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(on(args) if on else args, stdout=self._out, stderr=subprocess.STDOUT)
 
     def terminate(self, timeout: float = 20) -> tuple[int, float]:
         """SIGTERM; returns (exit code, seconds it took)."""
