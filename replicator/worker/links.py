@@ -20,6 +20,15 @@ log = logging.getLogger(__name__)
 UNREACHABLE = (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._AUTHENTICATION, KafkaError._SSL)
 
 
+def group_out_of_reach(error: KafkaError) -> bool:
+    """Whether ``error`` says the group's coordinator is out of reach: every broker down, the login refused, or
+    the coordinator's own connection broken (librdkafka names it "GroupCoordinator"). One broker's connection
+    closed while others answer (an idle one, a broker restarting in a cluster of several) is not."""
+    code = error.code()
+    return code in (KafkaError._ALL_BROKERS_DOWN, KafkaError._AUTHENTICATION) or (
+        code == KafkaError._TRANSPORT and error.str().startswith("GroupCoordinator"))
+
+
 class Links:
     """The state of one route's links to its source and target clusters."""
 

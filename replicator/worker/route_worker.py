@@ -37,6 +37,7 @@ from replicator.config import Config, RouteConfig
 from replicator.domain.dead_letter import may_not_fit, record_size
 from replicator.domain.inflight import PartitionLedger
 from replicator.domain.offset_sync import decode_sync
+from replicator.domain.outage import HOLD_AFTER_S, OutageWatch
 from replicator.domain.partition_state import Facts, PartitionState, state_of
 from replicator.domain.provenance import should_skip, with_origin, without_origin
 from replicator.domain.rate_limit import TokenBucket, share
@@ -55,7 +56,7 @@ from replicator.worker.dead_letter import DeadLetterError, DeadLetterWriter
 from replicator.worker.group_member import GroupMember
 from replicator.worker.heartbeat import HeartbeatEmitter
 from replicator.worker.inflight import InFlight
-from replicator.worker.links import Links
+from replicator.worker.links import Links, group_out_of_reach
 from replicator.worker.logins import Logins
 from replicator.worker.records import TP, error_of, event_partition, for_producer, headers_of, key_of, offset_of
 from replicator.worker.refusals import describe_refusal
@@ -103,6 +104,7 @@ class WorkerTimeouts:
     stalled: float = 60.0  # no delivery report this long while the target answers: the producer is replaced
     lag: float = 5.0  # between updates of the lag gauges
     close: float = 10.0  # a client that stopped getting answers is given this long to close, then left behind
+    outage_hold: float = HOLD_AFTER_S  # the source out of reach this long: copying held until the worker rejoins
 
 
 class RouteWorker(GroupMember):
@@ -146,6 +148,8 @@ class RouteWorker(GroupMember):
         dead_letter = route.on_refused_record == "dead-letter"
         self.dead_letters = DeadLetterWriter(config, route, clients) if dead_letter else None
         self.links = Links(route)
+        self.outage = OutageWatch(timeouts.outage_hold)
+        self.holding: str | None = None  # why copying is held until the worker joins the group anew
         self._retry_at = 0.0
         self.placing_failed_since: float | None = None
         self._paused_at: float | None = None  # since when a full queue pauses the source
@@ -198,13 +202,14 @@ class RouteWorker(GroupMember):
     def _loop(self, stop: threading.Event) -> None:
         while not stop.is_set() and self.failure is None:
             self.loop_watch.beat(self.subscription.looking)
+            self._watch_outage()
             if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:
                 self._rejoin()
             if self.subscription.due():
                 self.subscription.start_look(sorted(set(self.inflight.ledgers) | self.unplaced))
             if (look := self.subscription.finished_look()) is not None:
                 self._resubscribe(look)
-            if (self.unplaced or self.resets) and time.monotonic() >= self._retry_at:
+            if (self.unplaced or self.resets) and not self.holding and time.monotonic() >= self._retry_at:
                 self._place()
             self._renew_after_recreation()
             # librdkafka's batch consume waits its whole timeout unless the batch fills: take
@@ -218,7 +223,8 @@ class RouteWorker(GroupMember):
                 self.links.up("source")
             self.logins.apply()  # a login read again in a callback of the consume above
             self.backlog.extend(messages)
-            self._drain()
+            if not self.holding:
+                self._drain()
             self._send_syncs()
             self._serve_producer(0.05 if self.backlog else 0)  # a full queue: wait for room
             if self.replays:
@@ -237,6 +243,7 @@ class RouteWorker(GroupMember):
             self.links.trouble("topic refresh", exc)  # keep copying what is subscribed; try again later
             return
         self.links.clear("topic refresh")
+        self._source_answers()
         if look.held:
             log.error("route stops: failed over route=%s", self.route.name)
             self.failure = look.held
@@ -248,6 +255,35 @@ class RouteWorker(GroupMember):
         self._follow_pauses(self.subscription.paused)
         self._share_limit()
         self._watch_stuck(look.ends)
+
+    def _watch_outage(self) -> None:
+        """The source out of reach for ``outage_hold`` s: the group may have given this worker's partitions to
+        others (see domain.outage). Everything assigned is paused at once -- a local call: when the link comes
+        back nothing is fetched for partitions that may be another's -- nothing is placed or copied, and the
+        worker joins the group anew once the source answers (``_source_answers``)."""
+        if self.holding or self._consumer is None:
+            return
+        out = self.outage.due(time.monotonic())
+        if out is None:
+            return
+        self.holding = f"the source was out of reach for {out:.0f} s"
+        assigned = self.consumer.assignment()
+        if assigned:
+            self.consumer.pause(assigned)
+        self.subscription.force_refresh()  # its look tells when the source answers again
+        log.warning("copying held: %s, the group may have given this worker's partitions to others; it joins the "
+                    "group anew once the source answers route=%s partitions=%d", self.holding, self.route.name,
+                    len(assigned))
+
+    def _source_answers(self) -> None:
+        """A look at its topics came from the source: it answers now (records may have been fetched before it
+        went away, so they do not say so). A held worker joins anew: a new consumer, which copies what the
+        group gives it from the committed positions."""
+        self.links.up("source")
+        self.outage.answers()
+        if self.holding:
+            reason, self.holding = self.holding, None
+            self._renew_clients(f"{reason}: joining the group anew before copying again")
 
     def _watch_stuck(self, ends: dict[TP, int]) -> None:
         """Owned partitions the source has records for past their fetch position, which has not moved for
@@ -262,7 +298,7 @@ class RouteWorker(GroupMember):
         now, reseek, rejoin = time.monotonic(), set(), []
         for tp in self.consumer.position(owned):
             key = (tp.topic, tp.partition)
-            may_fetch = not (self.paused or self.failure or key in self.unplaced or key in self.resets
+            may_fetch = not (self.paused or self.failure or self.holding or key in self.unplaced or key in self.resets
                              or tp.topic in self.paused_topics)
             event = self.stuck_watch.observe(key, tp.offset if tp.offset >= 0 else None, ends.get(key), may_fetch,
                                              now)
@@ -605,6 +641,8 @@ class RouteWorker(GroupMember):
     def _on_source_error(self, error: KafkaError) -> None:
         if error.code() == KafkaError._AUTHENTICATION:
             self.logins.refused(self.route.source)
+        if group_out_of_reach(error):
+            self.outage.unreachable(time.monotonic())
         if self.links.error("source", error) is not None:
             self._consumer_failed(error)  # fatal: a held worker id is waited for, anything else stops
 
@@ -641,6 +679,8 @@ class RouteWorker(GroupMember):
 
     @shielded("commit")
     def _on_commit(self, error: KafkaError | None, _partitions: list[TopicPartition]) -> None:
+        if error is None:  # the group's coordinator took it: the source answers this worker's membership
+            self.outage.answers()
         ok = error is None or error.code() == KafkaError._NO_OFFSET
         metrics.COMMITS.labels(self.route.name, "ok" if ok else "failed").inc()
 

@@ -659,3 +659,34 @@ def test_the_metrics_tell_which_partitions_each_worker_owns(kafka: FakeKafka) ->
     assert not owned_by(label)
     assert all(lag_gauge(p) is None for p in range(PARTITIONS))  # no lag left behind for partitions nobody owns
     assert_nothing_lost(kafka)
+
+
+def test_a_worker_cut_off_past_its_session_copies_nothing_of_what_it_no_longer_owns(kafka: FakeKafka) -> None:
+    """Found by the fleet test (#17): a host cut off from the network for longer than the group's session timeout,
+    once back, copied its old partitions again (4,070 records on real brokers) before the answer to its next
+    heartbeat told it it was fenced; records its new owner had not copied yet could land before the new owner's.
+    Now it holds (everything paused) once the source has been out of reach for a while, and joins anew when it is
+    back. Before: 100 records copied again here."""
+    produce(kafka["source"], 100)
+    a = WorkerThread(kafka, "a", route_config(kafka), worker_id="w1")
+    b = WorkerThread(kafka, "b", route_config(kafka), worker_id="w2")
+    wait_until(lambda: all_copied(kafka) and len(a.worker.inflight.ledgers) == len(b.worker.inflight.ledgers) == 2
+               and committed(kafka) == {p: 100 for p in range(PARTITIONS)}, what="two workers sharing the route",
+               alive=(a, b))
+    for cluster in ("source", "target"):
+        kafka.cut("a", cluster)  # the host's link is down
+    wait_until(lambda: a.worker.holding is not None, what="a holding its copy", alive=(a, b))
+    kafka.expire("a")  # the group's session timeout: a's partitions go to b
+    produce(kafka["source"], 100, start=100)
+    wait_until(lambda: all_copied(kafka) and committed(kafka) == {p: 200 for p in range(PARTITIONS)},
+               what="b copying everything", alive=(a, b))
+    for cluster in ("source", "target"):
+        kafka.heal("a", cluster)
+    wait_until(lambda: a.worker.holding is None and len(a.worker.inflight.ledgers) == 2, what="a back with partitions",
+               alive=(a, b))
+    produce(kafka["source"], 50, start=200)  # the marker: copied after a is back
+    wait_until(lambda: all_copied(kafka), what="the copy after a came back", alive=(a, b))
+    assert a.finish() is None and b.finish() is None
+    assert_nothing_lost(kafka)
+    copies = {p: len(kafka["target"].records(REPLICA, p)) for p in range(PARTITIONS)}
+    assert copies == {p: 250 for p in range(PARTITIONS)}, "a copied again what it no longer owned"

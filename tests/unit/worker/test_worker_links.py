@@ -10,7 +10,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from replicator.config import parse_config
 from replicator.testing import FakeKafka
-from replicator.worker.links import Links
+from replicator.worker.links import Links, group_out_of_reach
 
 
 @pytest.fixture
@@ -84,3 +84,16 @@ def test_a_failing_chore_is_logged_once_with_its_first_reason_and_once_when_it_w
         "topic refresh works again route=r",
     ]
     assert links.troubles == {"placing assigned partitions": "no leader"}
+
+
+@pytest.mark.parametrize(("code", "text", "out_of_reach"), [
+    (KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down", True),
+    (KafkaError._AUTHENTICATION, "SASL authentication error: Authentication failed", True),
+    (KafkaError._TRANSPORT, "GroupCoordinator: 10.213.1.1:40495: Connect to ipv4#10.213.1.1:40495 failed: No route "
+                            "to host (after 2331ms in state CONNECT)", True),
+    (KafkaError._TRANSPORT, "10.213.1.1:40495/1: Disconnected (after 600000ms in state UP)", False),  # one broker
+    (KafkaError._TIMED_OUT, "GroupCoordinator: request timed out", False),
+    (KafkaError._SSL, "SSL handshake failed", False),
+])
+def test_group_out_of_reach(code: int, text: str, out_of_reach: bool) -> None:
+    assert group_out_of_reach(KafkaError(code, text)) is out_of_reach
