@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import datetime as dt
 import os
 import shutil
 import time
@@ -263,6 +264,7 @@ def demo_cmd(args: argparse.Namespace) -> int:
         config_path = dev_config_path(args.home)
         config = load_config(config_path, {})
         say(f"== 2/{total} demo topics on primary")
+        seeded = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)
         seed_demo_topics(config.cluster("primary").client_properties(), progress=say)
         say(f"== 3/{total} replication primary -> backup")
         prepare_state(config)
@@ -282,6 +284,10 @@ def demo_cmd(args: argparse.Namespace) -> int:
         _print_airflow(airflow, login, report)
     say(f"\nconfig: {config_path.resolve()}\n"
         f"more:   mirrorflow status --config {config_path.resolve()}\n"
+        f"audit:  mirrorflow audit --config {config_path.resolve()} --route {config.routes[0].name} "
+        f"--from {seeded.isoformat()} --to now\n"
+        f"        (Spark local[2]; on a Spark cluster of yours add --master spark://HOST:7077, yarn or k8s://...: "
+        f"docs/operations.md#the-audits-and-backfills-on-a-spark-cluster)\n"
         f"stop:   mirrorflow dev down --home {args.home}   "
         f"(stops the worker{', Airflow' if airflow else ''} and both clusters)")
     return 0
