@@ -2,34 +2,20 @@
 
 from __future__ import annotations
 
-import socket
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+from replicator.dev import ports
 from replicator.dev.localcluster import LocalCluster, LocalClusterSpec
 
 
-def _is_free(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def free_port() -> int:
-    """A loopback port that is free, and whose next port (the controller's) is free too."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = int(probe.getsockname()[1])
-        if port < 65535 and _is_free(port + 1):
-            return port
-    raise RuntimeError("no two consecutive free loopback ports found")
+    """A loopback port that is free, and whose next port (the controller's) is free too; both reserved for this
+    process, so test processes side by side never start two servers on one port."""
+    return ports.free_port(pair=True)
 
 
 def start_pair(home: Path, ports: Mapping[str, int], **options: object) -> list[LocalCluster]:

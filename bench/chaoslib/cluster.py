@@ -9,23 +9,16 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench.chaoslib.toxiproxy import ToxiproxyClient
 from replicator.dev.localcluster import LocalCluster, LocalClusterSpec
+from replicator.dev.ports import free_port
 
 SIDES = ("source", "target")
 CLUSTER_NAMES = {"source": "src", "target": "dst"}  # the replica of `t` is `src.t`
-
-
-def free_port() -> int:
-    """A free loopback port."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from replicator.dev.ports import free_port
 
 DIRECTIONS = ("upstream", "downstream")  # client -> server, server -> client
 
@@ -43,18 +44,12 @@ def check_binary(path: Path) -> None:
                          f"{(done.stdout + done.stderr).strip()[:80]!r})")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 class ToxiproxyServer:
     """``toxiproxy-server`` on a free loopback port, its log in ``log``."""
 
     def __init__(self, binary: Path, log: Path) -> None:
         check_binary(binary)
-        self.port = _free_port()
+        self.port = free_port()
         self._log = open(log, "ab")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen([str(binary), "-host", "127.0.0.1", "-port", str(self.port)],
                                         stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
