@@ -267,9 +267,13 @@ class RouteWorker(GroupMember):
         if out is None:
             return
         self.holding = f"the source was out of reach for {out:.0f} s"
-        assigned = self.consumer.assignment()
-        if assigned:
-            self.consumer.pause(assigned)
+        try:
+            assigned = self.consumer.assignment()
+            if assigned:
+                self.consumer.pause(assigned)
+        except KafkaException as exc:  # a consumer in a fatal state: its renewal below replaces it anyway
+            assigned = []
+            log.warning("pausing for the hold failed route=%s error=%s", self.route.name, exc.args[0].str())
         self.subscription.force_refresh()  # its look tells when the source answers again
         log.warning("copying held: %s, the group may have given this worker's partitions to others; it joins the "
                     "group anew once the source answers route=%s partitions=%d", self.holding, self.route.name,

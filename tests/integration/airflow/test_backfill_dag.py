@@ -11,10 +11,8 @@ from pathlib import Path
 import pytest
 
 from replicator.domain.backfill_run import BackfillRun, BackfillStatus
-from replicator.kafka.admin import create_topics
-from tests.kafka_io import Rec, committed, produce, read_all, wait_until
-from tests.records import write_config
-from tests.support import Worker
+from tests.kafka_io import Rec, read_all
+from tests.late_route import started_late
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark]
 
@@ -39,20 +37,9 @@ def test_backfill_dag_copies_the_earlier_records_once(airflow_db, task_environ, 
                                                      monkeypatch, workers) -> None:
     topic, route, now = unique_name, f"b-{unique_name[-8:]}", int(time.time() * 1000)
     old, new = _records(now - 3_600_000, OLD, "old"), _records(now, NEW, "new")
-    create_topics(primary.bootstrap_servers, {topic: PARTITIONS})
-    produce(primary.bootstrap_servers, topic, [r for p in range(PARTITIONS) for r in old[p]])
-    config = write_config(tmp_path / "mirrorflow.yaml", primary.bootstrap_servers, backup.bootstrap_servers,
-                          [{"name": route, "source": "primary", "target": "backup", "topics": [topic],
-                            "start": "latest"}])
+    config = started_late(primary.bootstrap_servers, backup.bootstrap_servers, tmp_path, topic, route, old, new,
+                          keep=workers)
     monkeypatch.setenv("MIRRORFLOW_CONFIG", str(config))
-    worker = Worker(config, route, log_dir=tmp_path)
-    workers.append(worker)
-    wait_until(lambda: all(f"{topic}[{p}]@{OLD}" in worker.output() for p in range(PARTITIONS)), 60,
-               "the route to start at the end of each partition")
-    produce(primary.bootstrap_servers, topic, [r for p in range(PARTITIONS) for r in new[p]])
-    done = {p: OLD + NEW for p in range(PARTITIONS)}
-    wait_until(lambda: committed(primary.bootstrap_servers, f"mirrorflow-{route}", topic, PARTITIONS) == done,
-               120, "the route to copy the new records")
 
     run, states = _run(route=route, topic=topic, from_offset="0=0,1=0", to_offset="0=9")
     assert run.state == "failed" and states["prepare"] == "failed", states  # 9 > 8, where the route began

@@ -21,14 +21,12 @@ from replicator.cli.main import main
 from replicator.config import load_config
 from replicator.domain.backfill_run import BackfillMode, BackfillStatus, PartitionRange
 from replicator.errors import UsageError
-from replicator.kafka.admin import create_topics
 from replicator.runbooks.backfill import run_backfill
 from replicator.runbooks.backfill.run import backfill_spec
 from replicator.state.backfills import runs
 from replicator.state.store import StateStore
-from tests.kafka_io import Rec, committed, produce, read_all, wait_until
-from tests.records import write_config
-from tests.support import Worker
+from tests.kafka_io import Rec, read_all
+from tests.late_route import started_late
 
 pytestmark = pytest.mark.spark
 
@@ -78,21 +76,7 @@ def scenario(primary, backup, tmp_path_factory: pytest.TempPathFactory) -> Scena
     topic, route = f"t-backfill-{work.name[-6:]}-{int(time.time())}", "bf"
     old = {p: [_record(p, n, OLD_START, "old") for n in range(OLD)] for p in range(PARTITIONS)}
     new = {p: [_record(p, n, NOW, "new") for n in range(NEW)] for p in range(PARTITIONS)}
-    create_topics(primary.bootstrap_servers, {topic: PARTITIONS})
-    produce(primary.bootstrap_servers, topic, [r for p in range(PARTITIONS) for r in old[p]])
-    config = write_config(work / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
-        {"name": route, "source": "primary", "target": "backup", "topics": [topic], "start": "latest"}])
-    worker = Worker(config, log_dir=work)
-    try:
-        wait_until(lambda: all(f"{topic}[{p}]@{OLD}" in worker.output() for p in range(PARTITIONS)), 60,
-                   "the route to start at the end of each partition")
-        produce(primary.bootstrap_servers, topic, [r for p in range(PARTITIONS) for r in new[p]])
-        done = {p: OLD + NEW for p in range(PARTITIONS)}
-        wait_until(lambda: committed(primary.bootstrap_servers, f"mirrorflow-{route}", topic, PARTITIONS) == done,
-                   120, "the route to copy the new records")
-    finally:
-        code, _ = worker.terminate()
-    assert code == 0, worker.output()[-2000:]
+    config = started_late(primary.bootstrap_servers, backup.bootstrap_servers, work, topic, route, old, new)
     assert read_all(backup.bootstrap_servers, f"primary.{topic}", PARTITIONS) == new  # the old ones are not there
     return Scenario(topic, route, config, old, new)
 

@@ -27,11 +27,10 @@ import pytest
 
 from replicator.dev.localspark import LocalSpark, LocalSparkSpec
 from replicator.jars import spark_kafka_jars
-from replicator.kafka.admin import create_topics
 from spark_jobs.session import jobs_archive
-from tests.kafka_io import Rec, committed, produce, read_all, wait_until
-from tests.records import write_config
-from tests.support import Worker, free_port
+from tests.kafka_io import Rec, produce, read_all
+from tests.late_route import started_late
+from tests.support import free_port
 
 pytestmark = pytest.mark.spark
 
@@ -80,21 +79,7 @@ def _records(first_ms: int, count: int, tag: str) -> dict[int, list[Rec]]:
 def _scenario(primary, backup, work: Path, name: str) -> Scenario:  # type: ignore[no-untyped-def]
     topic, route = f"t-standalone-{name}-{int(time.time())}", f"sa-{name}"
     old, new = _records(FIRST_MS, OLD, "old"), _records(FIRST_MS + 10_000 * OLD, NEW, "new")
-    create_topics(primary.bootstrap_servers, {topic: PARTITIONS})
-    produce(primary.bootstrap_servers, topic, [r for p in range(PARTITIONS) for r in old[p]])
-    config = write_config(work / "mirrorflow.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
-        {"name": route, "source": "primary", "target": "backup", "topics": [topic], "start": "latest"}])
-    worker = Worker(config, route, log_dir=work)
-    try:
-        wait_until(lambda: all(f"{topic}[{p}]@{OLD}" in worker.output() for p in range(PARTITIONS)), 60,
-                   "the route to start at the end of each partition")
-        produce(primary.bootstrap_servers, topic, [r for p in range(PARTITIONS) for r in new[p]])
-        done = {p: OLD + NEW for p in range(PARTITIONS)}
-        wait_until(lambda: committed(primary.bootstrap_servers, f"mirrorflow-{route}", topic, PARTITIONS) == done,
-                   120, "the route to copy the new records")
-    finally:
-        code, _ = worker.terminate()
-    assert code == 0, worker.output()[-2000:]
+    config = started_late(primary.bootstrap_servers, backup.bootstrap_servers, work, topic, route, old, new)
     return Scenario(topic, route, config, old, new)
 
 
