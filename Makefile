@@ -95,8 +95,15 @@ browser:
 demo: setup
 	$(BIN)/mirrorflow demo
 
+# The suite in two parts (tests/run_suite.py): all but the short fault runs in TEST_PROCESSES pytest processes side
+# by side (pytest-xdist, a module per process), then the short fault runs (marker chaos) alone, on an unloaded
+# machine. TEST_MARKERS narrows both (e.g. "not kafka and not spark and not airflow": the pure part, in seconds);
+# PYTEST_ARGS go to both (paths, -q, -k, --durations); TEST_PROCESSES=1 runs part one in one process.
+TEST_PROCESSES ?= 2
+TEST_MARKERS ?=
+
 test: setup browser toxiproxy kubeconform
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python tests/run_suite.py --processes $(TEST_PROCESSES) --markers "$(TEST_MARKERS)" -- $(PYTEST_ARGS)
 
 # Lint and types (the pinned ruff and mypy of the dev extras): ruff over the whole tree,
 # mypy strict over replicator/ (both configured in pyproject.toml). Needs no cluster.

@@ -1,0 +1,59 @@
+"""The whole suite in two parts (``make test``): everything but the short fault runs, in processes side by side;
+then the short fault runs alone.
+
+    python tests/run_suite.py [--processes N] [--markers EXPR] [-- PYTEST_ARGS...]
+
+Part one runs in ``--processes`` pytest processes (pytest-xdist, one test module per process at a
+time, so a module's clusters and Spark session stay in one process): most tests wait on brokers,
+Spark or Airflow rather than compute, so two processes on two cores take about two thirds of the
+time. Part two, the fault harness's short form (marker ``chaos``), runs alone: it judges how soon
+records flow again after each fault, and on a machine loaded by other tests that judgement would be
+about the machine. ``--markers`` narrows both parts (``"not kafka and not spark and not airflow"``: the
+pure part). Exit code: the first part's failure, else the second's; 5 only when neither collected a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+
+
+def part_markers(markers: str, chaos: bool) -> str:
+    """The ``-m`` expression of one part (pure)."""
+    own = "chaos" if chaos else "not chaos"
+    return f"({markers}) and {own}" if markers.strip() else own
+
+
+def combined(codes: list[int]) -> int:
+    """One exit code for the parts (pure): a failure of any part wins; 5 ("no tests") only when every part had none."""
+    failures = [code for code in codes if code not in (0, 5)]
+    if failures:
+        return failures[0]
+    return 5 if all(code == 5 for code in codes) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--processes", type=int, default=2, help="pytest processes for part one (default 2)")
+    parser.add_argument("--markers", default="", help="a pytest -m expression narrowing both parts")
+    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments, after --")
+    args = parser.parse_args(argv)
+    extra = [a for a in args.pytest_args if a != "--"]
+    parallel = ["-n", str(args.processes), "--dist", "loadfile"] if args.processes > 1 else []
+    parts = [("part 1/2: all but the short fault runs" + (f", {args.processes} processes" if parallel else ""),
+              [*parallel, "-m", part_markers(args.markers, chaos=False)]),
+             ("part 2/2: the short fault runs, alone", ["-m", part_markers(args.markers, chaos=True)])]
+    codes = []
+    for title, options in parts:
+        print(f"== {title}", flush=True)
+        began = time.monotonic()
+        code = subprocess.call([sys.executable, "-m", "pytest", *options, *extra])
+        print(f"== {title}: exit code {code} in {time.monotonic() - began:.0f} s", flush=True)
+        codes.append(code)
+    return combined(codes)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
