@@ -8,6 +8,7 @@ and copied, and the worker stops; the replica then holds the newer records only.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from replicator.kafka.admin import create_topics
@@ -18,10 +19,26 @@ from tests.support import Worker
 Records = Mapping[int, list[Rec]]
 
 
+@dataclass(frozen=True)
+class LateRoute:
+    """A topic whose ``old`` records per partition predate its `start: latest` route, which copied ``new``."""
+
+    topic: str
+    route: str
+    config: Path
+    old: Records
+    new: Records
+
+    @property
+    def replica(self) -> str:
+        """The topic's name on the target (the route's policy is prefix)."""
+        return f"primary.{self.topic}"
+
+
 def started_late(primary: str, backup: str, work: Path, topic: str, route: str, old: Records, new: Records,
-                 keep: list[Worker] | None = None) -> Path:
+                 keep: list[Worker] | None = None) -> LateRoute:
     """Write ``old`` to a new ``topic``, run a `start: latest` route's worker while ``new`` is written and copied;
-    returns the config (``work/mirrorflow.yaml``). The worker is stopped (SIGTERM, exit 0), or left running in
+    its config is ``work/mirrorflow.yaml``. The worker is stopped (SIGTERM, exit 0), or left running in
     ``keep`` (the caller stops it)."""
     partitions = len(old)
     create_topics(primary, {topic: partitions})
@@ -42,4 +59,4 @@ def started_late(primary: str, backup: str, work: Path, topic: str, route: str, 
         if keep is None:
             code, _ = running.terminate()
             assert code == 0, running.output()[-2000:]
-    return config
+    return LateRoute(topic, route, config, old, new)

@@ -38,7 +38,7 @@ def test_backfill_dag_copies_the_earlier_records_once(airflow_db, task_environ, 
     topic, route, now = unique_name, f"b-{unique_name[-8:]}", int(time.time() * 1000)
     old, new = _records(now - 3_600_000, OLD, "old"), _records(now, NEW, "new")
     config = started_late(primary.bootstrap_servers, backup.bootstrap_servers, tmp_path, topic, route, old, new,
-                          keep=workers)
+                          keep=workers).config
     monkeypatch.setenv("MIRRORFLOW_CONFIG", str(config))
 
     run, states = _run(route=route, topic=topic, from_offset="0=0,1=0", to_offset="0=9")

@@ -12,8 +12,6 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -26,7 +24,7 @@ from replicator.runbooks.backfill.run import backfill_spec
 from replicator.state.backfills import runs
 from replicator.state.store import StateStore
 from tests.kafka_io import Rec, read_all
-from tests.late_route import started_late
+from tests.late_route import LateRoute, started_late
 
 pytestmark = pytest.mark.spark
 
@@ -47,17 +45,6 @@ def _record(p: int, n: int, first_ms: int, tag: str) -> Rec:
     return Rec(p, None if n % 4 == 1 else f"k{p}-{n}".encode(), value, headers, first_ms + 1_000 * n + 7 * p)
 
 
-@dataclass(frozen=True)
-class Scenario:
-    """A topic with OLD records per partition, then a `start: latest` route that copied NEW more."""
-
-    topic: str
-    route: str
-    config: Path
-    old: dict[int, list[Rec]]
-    new: dict[int, list[Rec]]
-
-
 @pytest.fixture(scope="module")
 def spark() -> Iterator[object]:
     """The module's one local Spark session (the backfill finds it active and reuses it)."""
@@ -71,17 +58,17 @@ def spark() -> Iterator[object]:
 
 
 @pytest.fixture(scope="module")
-def scenario(primary, backup, tmp_path_factory: pytest.TempPathFactory) -> Scenario:  # type: ignore[no-untyped-def]
+def scenario(primary, backup, tmp_path_factory: pytest.TempPathFactory) -> LateRoute:  # type: ignore[no-untyped-def]
     work = tmp_path_factory.mktemp("backfill")
     topic, route = f"t-backfill-{work.name[-6:]}-{int(time.time())}", "bf"
     old = {p: [_record(p, n, OLD_START, "old") for n in range(OLD)] for p in range(PARTITIONS)}
     new = {p: [_record(p, n, NOW, "new") for n in range(NEW)] for p in range(PARTITIONS)}
-    config = started_late(primary.bootstrap_servers, backup.bootstrap_servers, work, topic, route, old, new)
-    assert read_all(backup.bootstrap_servers, f"primary.{topic}", PARTITIONS) == new  # the old ones are not there
-    return Scenario(topic, route, config, old, new)
+    late = started_late(primary.bootstrap_servers, backup.bootstrap_servers, work, topic, route, old, new)
+    assert read_all(backup.bootstrap_servers, late.replica, PARTITIONS) == new  # the old ones are not there
+    return late
 
 
-def test_a_range_reaching_into_the_routes_copies_is_refused_unless_allowed(scenario: Scenario) -> None:
+def test_a_range_reaching_into_the_routes_copies_is_refused_unless_allowed(scenario: LateRoute) -> None:
     with pytest.raises(UsageError) as refused:
         backfill_spec(scenario.config, scenario.route, scenario.topic, offsets={0: (0, OLD + 2), 1: (0, OLD)})
     message = str(refused.value)
@@ -97,7 +84,7 @@ def test_a_range_reaching_into_the_routes_copies_is_refused_unless_allowed(scena
         (p, 0, OLD, True) for p in range(PARTITIONS)]  # cut where the route began, not refused
 
 
-def test_backfill_of_the_earlier_range_arrives_once_and_is_not_repeated(spark, scenario: Scenario, backup,  # type: ignore[no-untyped-def]
+def test_backfill_of_the_earlier_range_arrives_once_and_is_not_repeated(spark, scenario: LateRoute, backup,  # type: ignore[no-untyped-def]
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     lines: list[str] = []
     began = time.monotonic()
@@ -119,7 +106,7 @@ def test_backfill_of_the_earlier_range_arrives_once_and_is_not_repeated(spark, s
     _the_same_backfill_again_is_refused_and_the_first_is_recorded(scenario, backup, summary["run_key"], capsys)
 
 
-def _the_same_backfill_again_is_refused_and_the_first_is_recorded(scenario: Scenario, backup, key: str,  # type: ignore[no-untyped-def]
+def _the_same_backfill_again_is_refused_and_the_first_is_recorded(scenario: LateRoute, backup, key: str,  # type: ignore[no-untyped-def]
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """Run again (the CLI), the backfill is refused before any Spark job, naming the first run; nothing more
     reaches the replica; the first run is in mf_backfill_run, done, with its count."""
@@ -140,7 +127,7 @@ def _the_same_backfill_again_is_refused_and_the_first_is_recorded(scenario: Scen
     assert stored[0].finished_at is not None and stored[0].finished_at >= stored[0].started_at
 
 
-def test_the_check_names_records_not_where_the_copy_landed(spark, scenario: Scenario, primary, backup) -> None:  # type: ignore[no-untyped-def]
+def test_the_check_names_records_not_where_the_copy_landed(spark, scenario: LateRoute, primary, backup) -> None:  # type: ignore[no-untyped-def]
     """Pointed at the route's own copies instead of the backfilled ones, the check finds every record missing."""
     from replicator.runbooks.backfill.run import BackfillIncomplete, judge
     from spark_jobs.backfill_check import check

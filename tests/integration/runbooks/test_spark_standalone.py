@@ -19,7 +19,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from replicator.dev.localspark import LocalSpark, LocalSparkSpec
 from replicator.jars import spark_kafka_jars
 from spark_jobs.session import jobs_archive
 from tests.kafka_io import Rec, produce, read_all
-from tests.late_route import started_late
+from tests.late_route import LateRoute, started_late
 from tests.support import free_port
 
 pytestmark = pytest.mark.spark
@@ -53,21 +52,6 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSpa
         cluster.stop()
 
 
-@dataclass(frozen=True)
-class Scenario:
-    """A topic whose OLD records per partition predate its `start: latest` route, which copied NEW more."""
-
-    topic: str
-    route: str
-    config: Path
-    old: dict[int, list[Rec]]
-    new: dict[int, list[Rec]]
-
-    @property
-    def replica(self) -> str:
-        return f"primary.{self.topic}"
-
-
 def _records(first_ms: int, count: int, tag: str) -> dict[int, list[Rec]]:
     """Null keys, tombstones, binary values and headers, a null header value: what byte-exact must cover."""
     return {p: [Rec(p, None if n % 4 == 1 else f"k{p}-{n}".encode(),
@@ -76,15 +60,14 @@ def _records(first_ms: int, count: int, tag: str) -> dict[int, list[Rec]]:
                 for n in range(count)] for p in range(PARTITIONS)}
 
 
-def _scenario(primary, backup, work: Path, name: str) -> Scenario:  # type: ignore[no-untyped-def]
+def _scenario(primary, backup, work: Path, name: str) -> LateRoute:  # type: ignore[no-untyped-def]
     topic, route = f"t-standalone-{name}-{int(time.time())}", f"sa-{name}"
     old, new = _records(FIRST_MS, OLD, "old"), _records(FIRST_MS + 10_000 * OLD, NEW, "new")
-    config = started_late(primary.bootstrap_servers, backup.bootstrap_servers, work, topic, route, old, new)
-    return Scenario(topic, route, config, old, new)
+    return started_late(primary.bootstrap_servers, backup.bootstrap_servers, work, topic, route, old, new)
 
 
 @pytest.fixture(scope="module")
-def scenario(primary, backup, tmp_path_factory: pytest.TempPathFactory) -> Scenario:  # type: ignore[no-untyped-def]
+def scenario(primary, backup, tmp_path_factory: pytest.TempPathFactory) -> LateRoute:  # type: ignore[no-untyped-def]
     return _scenario(primary, backup, tmp_path_factory.mktemp("standalone-cli"), "cli")
 
 
@@ -92,7 +75,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([MIRRORFLOW, *args], capture_output=True, text=True, timeout=600, check=False)
 
 
-def _audit(s: Scenario, master: str, key: str) -> dict[str, Any]:
+def _audit(s: LateRoute, master: str, key: str) -> dict[str, Any]:
     start, end = HOUR_END - dt.timedelta(hours=1), HOUR_END
     began = time.monotonic()
     done = _cli("audit", "--config", str(s.config), "--route", s.route, "--from", start.isoformat(),
@@ -125,7 +108,7 @@ def _shipped(fetched: set[str]) -> None:
     assert jobs_archive().name in fetched, fetched
 
 
-def test_cli_audit_on_the_cluster_finds_what_local_finds(spark_cluster: LocalSpark, scenario: Scenario,
+def test_cli_audit_on_the_cluster_finds_what_local_finds(spark_cluster: LocalSpark, scenario: LateRoute,
                                                          backup) -> None:  # type: ignore[no-untyped-def]
     # Break the replica by hand, so the verdict has findings to compare: a duplicate and a record born there.
     dup = scenario.new[0][2]
@@ -143,7 +126,7 @@ def test_cli_audit_on_the_cluster_finds_what_local_finds(spark_cluster: LocalSpa
     _shipped(_fetched_by_executors(spark_cluster, app["id"]))
 
 
-def test_cli_backfill_on_the_cluster_copies_the_earlier_records_once(spark_cluster: LocalSpark, scenario: Scenario,
+def test_cli_backfill_on_the_cluster_copies_the_earlier_records_once(spark_cluster: LocalSpark, scenario: LateRoute,
                                                                      backup) -> None:  # type: ignore[no-untyped-def]
     before = {a["id"] for a in spark_cluster.applications()}
     done = _cli("backfill", "--config", str(scenario.config), "--route", scenario.route, "--topic", scenario.topic,
