@@ -19,18 +19,23 @@ def worker_log(home: Path) -> Path:
     return home / "worker.log"
 
 
+def _cmdline(pid: int) -> bytes:
+    return Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
 def worker_pid(home: Path) -> int | None:
     """The running demo worker's pid, or None."""
     try:
         pid = int(_pid_file(home).read_text())
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        cmdline = _cmdline(pid)
     except (OSError, ValueError):
         return None
     return pid if b"run" in cmdline and str(home.resolve()).encode() in cmdline else None
 
 
-def start_worker(home: Path, config: Path) -> int:
-    """Start ``mirrorflow run`` on ``config`` in the background (once); returns its pid."""
+def start_worker(home: Path, config: Path, settle: float = 5.0) -> int:
+    """Start ``mirrorflow run`` on ``config`` in the background (once); returns its pid once it is seen as
+    the worker (or has exited, or ``settle`` s passed)."""
     running = worker_pid(home)
     if running is not None:
         return running
@@ -42,6 +47,12 @@ def start_worker(home: Path, config: Path) -> int:
             cwd=home.resolve(),
         )
     _pid_file(home).write_text(str(process.pid))
+    # Popen returns while the kernel may still be setting the new program's arguments up (its
+    # /proc/PID/cmdline reads empty, a few starts in a hundred): until then it looks like no worker,
+    # and a second start-worker right after would start another one.
+    deadline = time.monotonic() + settle
+    while worker_pid(home) is None and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
     return process.pid
 
 
