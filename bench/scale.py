@@ -48,6 +48,11 @@ GROUP_TOPICS = 4  # the groups commit on this many of the route's topics
 QUIET_SETTLE_S = 3.0  # after pausing the load, before the no-load window
 
 
+def target_logs(env: Env) -> Path:
+    """The target broker's log folder (``procs.start_clusters`` puts the clusters under the work dir)."""
+    return env.work / "clusters" / "target" / "logs"
+
+
 def run_mirrorflow(env: Env, shape: Shape, args: argparse.Namespace, load: SteadyLoad) -> dict[str, Any]:
     """MirrorFlow's start-up, idle cost and histograms; then its control plane while it still runs."""
     tag, port = shape.prefix, free_port()
@@ -57,8 +62,8 @@ def run_mirrorflow(env: Env, shape: Shape, args: argparse.Namespace, load: Stead
     sampler = Sampler(peer.pid, env.work / "mirrorflow.pyspy.txt") if args.py_spy else None
     result: dict[str, Any] = {}
     try:
-        result["startup"] = watch_startup(env.target, peer, "MirrorFlow",
-                                          shape.partitions_of(f"{MF_SOURCE_ALIAS}."), args.startup_timeout)
+        result["startup"] = watch_startup(env.target, peer, "MirrorFlow", shape.partitions_of(f"{MF_SOURCE_ALIAS}."),
+                                          args.startup_timeout, target_logs(env))
         result["idle"] = measure_idle(peer, "MirrorFlow", args.idle_seconds, scrape=lambda: _scrape(port))
         if sampler is not None:
             result["loop_profile"] = _loop_profile(sampler)
@@ -171,7 +176,7 @@ def run_mm2(env: Env, shape: Shape, args: argparse.Namespace, load: SteadyLoad) 
     result: dict[str, Any] = {}
     try:
         result["startup"] = watch_startup(env.target, peer, "MirrorMaker 2", shape.partitions_of("source."),
-                                          args.startup_timeout)
+                                          args.startup_timeout, target_logs(env))
         result["idle"] = measure_idle(peer, "MirrorMaker 2", args.idle_seconds)
         result["quiet"] = quiet_window(peer, "MirrorMaker 2", load, args.quiet_seconds)
     except StepFailed as failure:
@@ -209,6 +214,12 @@ def table(report: dict[str, Any]) -> str:
                      f"{refresh.get('worst', '-'):>17}{stalls:>28}")
         if "error" in row:
             lines.append(f"{'':15}FAILED: {row['error'][:150]}")
+    for key, label in (("mirrorflow", "MirrorFlow"), ("mm2", "MirrorMaker 2")):
+        startup = (report.get(key) or {}).get("startup") or {}
+        if startup.get("replica_logs"):
+            lines.append(f"{label} start-up: the target broker created the {startup['replica_logs']:,} replica logs "
+                         f"{startup['first_log_s']:.1f}-{startup['last_log_s']:.1f} s after launch; every partition "
+                         f"copied {startup['after_last_log_s']:.1f} s after the last")
     refreshing = ((report.get("mirrorflow") or {}).get("metrics") or {}).get("loop_turns_refreshing")
     if refreshing:
         lines.append(f"MirrorFlow loop turns while a topic refresh ran: {refreshing['count']:,}, "

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer, TopicPartition
@@ -106,12 +109,39 @@ class SteadyLoad:
         producer.flush(10)
 
 
+_CREATED_LOG = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] INFO Created log for partition (\S+) in ")
+
+
+def replica_logs(broker_log: str, topic_prefix: str) -> list[datetime]:
+    """When the broker created the log of each partition whose topic starts with ``topic_prefix``, from its
+    server.log (pure): a replica takes records only once its log exists."""
+    times = []
+    for line in broker_log.splitlines():
+        match = _CREATED_LOG.match(line)
+        if match and match.group(2).startswith(topic_prefix):
+            times.append(datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f"))
+    return sorted(times)
+
+
+def replica_log_figures(times: list[datetime], launched: datetime, startup_s: float) -> dict[str, Any]:
+    """The broker's share of a start-up (pure): seconds from the peer's launch to the first and the last
+    replica log, and from the last log to every partition copied (what the peer took beyond the broker)."""
+    if not times:
+        return {"replica_logs": 0}
+    first, last = ((t - launched).total_seconds() for t in (times[0], times[-1]))
+    return {"replica_logs": len(times), "first_log_s": round(first, 2), "last_log_s": round(last, 2),
+            "after_last_log_s": round(startup_s - last, 2)}
+
+
 def watch_startup(target: str, peer: Child, label: str, wanted: list[TopicPartition],
-                  timeout: float) -> dict[str, Any]:
+                  timeout: float, broker_logs: Path | None = None) -> dict[str, Any]:
     """Launch -> every wanted target partition has a record (end offsets polled every 0.5 s, one ListOffsets
-    request for the partitions still empty)."""
+    request for the partitions still empty). With the target broker's log folder ``broker_logs``, also when it created
+    the replicas' logs (the topic prefix of ``wanted``): most of a start-up at thousands of partitions on one
+    small broker."""
     admin = AdminClient({"bootstrap.servers": target})
     pending = set((tp.topic, tp.partition) for tp in wanted)
+    launched_at = datetime.now()
     launched = last_report = time.monotonic()
     first_at: float | None = None
     while pending:
@@ -134,6 +164,15 @@ def watch_startup(target: str, peer: Child, label: str, wanted: list[TopicPartit
               "cpu_s_startup": cpu_seconds(peer.pid)}
     progress(f"  {label}: all {len(wanted):,} partitions on the target after {result['startup_s']:.1f} s "
              f"(CPU {result['cpu_s_startup'] or 0:.1f} s since launch)")
+    if broker_logs is not None and wanted:
+        prefix = wanted[0].topic.split(".", 1)[0] + "."
+        text = "\n".join(f.read_text(errors="replace") for f in sorted(broker_logs.glob("server.log*")))
+        times = replica_logs(text, prefix)
+        result.update(replica_log_figures(times, launched_at, result["startup_s"]))
+        if times:
+            progress(f"  {label}: the target broker created the {len(times):,} replica logs from "
+                     f"{result['first_log_s']:.1f} to {result['last_log_s']:.1f} s after launch; every partition "
+                     f"was copied {result['after_last_log_s']:.1f} s after the last")
     return result
 
 
