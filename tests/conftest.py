@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.module_order import load_seconds, longest_first, module_totals
 from tests.support import free_port, start_pair
 
 REPO = Path(__file__).resolve().parent.parent
@@ -43,38 +42,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--module-seconds-out", metavar="PATH", default=None,
-                     help="write the seconds each test module took (setup, call, teardown) as JSON: "
-                          "tests/module_seconds.json orders the modules of the next runs, longest first")
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that touches the real clusters, so `-m "not kafka"` is the pure suite; run the
-    longest modules first (see tests/module_order.py)."""
+    """Mark every test that touches the real clusters, so `-m "not kafka"` is the pure suite."""
     for item in items:
         if _KAFKA_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.kafka)
-    items[:] = longest_first(items, [item.nodeid.split("::", 1)[0] for item in items], load_seconds())
-
-
-_durations: list[tuple[str, float]] = []
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Note every phase's duration (with xdist, the controller sees every process's reports)."""
-    _durations.append((report.nodeid, report.duration))
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Write the seconds per module when asked to (by the controller only, with xdist)."""
-    out = session.config.getoption("--module-seconds-out")
-    if out and not os.environ.get("PYTEST_XDIST_WORKER"):
-        import json
-
-        merged = {**load_seconds(Path(out)), **module_totals(_durations)}  # make test's parts write in turn
-        merged = {module: s for module, s in merged.items() if (REPO / module).is_file()}  # gone or renamed
-        Path(out).write_text(json.dumps(dict(sorted(merged.items())), indent=1) + "\n")
 
 
 @dataclass(frozen=True)

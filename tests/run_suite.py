@@ -6,10 +6,9 @@ then the short fault runs alone.
 Part one runs in ``--processes`` pytest processes (pytest-xdist, one test module per process at a
 time, so a module's clusters and Spark session stay in one process): most tests wait on brokers,
 Spark or Airflow rather than compute, so two processes on two cores take about two thirds of the
-time. The longest modules start first, so the processes end together (``tests/module_order.py``).
-Part two, the fault harness's short form (marker ``chaos``), runs alone: it judges how soon records
-flow again after each fault, and on a machine loaded by other tests that judgement would be about the
-machine. ``--markers`` narrows both parts (``"not kafka and not spark and not airflow"``: the
+time. Part two, the fault harness's short form (marker ``chaos``), runs alone: it judges how soon
+records flow again after each fault, and on a machine loaded by other tests that judgement would be
+about the machine. ``--markers`` narrows both parts (``"not kafka and not spark and not airflow"``: the
 pure part). Exit code: the first part's failure, else the second's; 5 only when neither collected a test.
 """
 
@@ -35,15 +34,6 @@ def combined(codes: list[int]) -> int:
     return 5 if all(code == 5 for code in codes) else 0
 
 
-def parts(processes: int, markers: str) -> list[tuple[str, list[str]]]:
-    """Each part's title and pytest options (pure). xdist's own reordering (by tests per module) is
-    off: the modules come longest first from the collection (``tests/module_order.py``)."""
-    parallel = ["-n", str(processes), "--dist", "loadfile", "--no-loadscope-reorder"] if processes > 1 else []
-    return [("part 1/2: all but the short fault runs" + (f", {processes} processes" if parallel else ""),
-             [*parallel, "-m", part_markers(markers, chaos=False)]),
-            ("part 2/2: the short fault runs, alone", ["-m", part_markers(markers, chaos=True)])]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--processes", type=int, default=2, help="pytest processes for part one (default 2)")
@@ -51,8 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments, after --")
     args = parser.parse_args(argv)
     extra = [a for a in args.pytest_args if a != "--"]
+    parallel = ["-n", str(args.processes), "--dist", "loadfile"] if args.processes > 1 else []
+    parts = [("part 1/2: all but the short fault runs" + (f", {args.processes} processes" if parallel else ""),
+              [*parallel, "-m", part_markers(args.markers, chaos=False)]),
+             ("part 2/2: the short fault runs, alone", ["-m", part_markers(args.markers, chaos=True)])]
     codes = []
-    for title, options in parts(args.processes, args.markers):
+    for title, options in parts:
         print(f"== {title}", flush=True)
         began = time.monotonic()
         code = subprocess.call([sys.executable, "-m", "pytest", *options, *extra])

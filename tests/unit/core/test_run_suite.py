@@ -1,10 +1,10 @@
-"""``make test``'s two parts: the options and markers each runs with, and the one exit code they give together."""
+"""``make test``'s two parts: the markers each runs with, and the one exit code they give together."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.run_suite import combined, part_markers, parts
+from tests.run_suite import combined, part_markers
 
 
 @pytest.mark.parametrize(("markers", "chaos", "expected"), [
@@ -30,14 +30,3 @@ def test_part_markers(markers: str, chaos: bool, expected: str) -> None:
 ])
 def test_combined(codes: list[int], expected: int) -> None:
     assert combined(codes) == expected
-
-
-def test_part_one_keeps_the_collection_order_of_modules() -> None:
-    (_, one), (_, two) = parts(2, "")
-    assert one[:5] == ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]  # longest first, not xdist's order
-    assert "-n" not in two  # the fault runs stay alone
-
-
-def test_one_process_runs_part_one_without_xdist() -> None:
-    (_, one), _ = parts(1, "not kafka")
-    assert one == ["-m", "(not kafka) and not chaos"]
