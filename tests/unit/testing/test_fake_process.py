@@ -1,0 +1,41 @@
+"""A frozen fake process behaves as a SIGSTOPped one: what is written after the freeze is not fetched by a call of
+that process already under way."""
+
+from __future__ import annotations
+
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+from replicator.testing.cluster import FakeCluster
+from replicator.testing.consumer import FakeConsumer
+from replicator.testing.process import FakeProcess
+
+
+class _FrozenRightAfterItsCheck(FakeProcess):
+    """The test thread's moves land between a consume's check of its process and its fetch: it freezes the
+    process, then writes (the race a test's ``freeze`` then ``produce`` can lose to a consume under way)."""
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        super().__init__("worker")
+        self.cluster = cluster
+        self.armed = False
+
+    def checkpoint(self) -> None:
+        super().checkpoint()
+        if self.armed:
+            self.armed = False
+            self.frozen = True
+            self.cluster.append("t", 0, None, b"written after the freeze")
+
+
+def test_a_consume_under_way_when_its_process_freezes_fetches_nothing_written_after() -> None:
+    cluster = FakeCluster("source")
+    cluster.create_topic("t", 1)
+    cluster.append("t", 0, None, b"before")
+    process = _FrozenRightAfterItsCheck(cluster)
+    consumer = FakeConsumer({"group.id": "g"}, cluster, process)
+    consumer.incremental_assign([TopicPartition("t", 0, OFFSET_BEGINNING)])
+    assert [m.value() for m in consumer.consume(10, 0)] == [b"before"]
+    process.armed = True
+    assert consumer.consume(10, 0) == []  # frozen where it stood: the record written since is not its own yet
+    process.frozen = False  # thawed
+    assert [m.value() for m in consumer.consume(10, 0)] == [b"written after the freeze"]
