@@ -243,3 +243,21 @@ def test_unknown_route_or_group_exits_2_and_changes_nothing(primary, backup, uni
         listed.close()
     assert committed(backup.bootstrap_servers, group, f"primary.{topic}", 1) in ({}, {0: -1})
     assert _stored(tmp_path, "select count(*) from mf_checkpoint_run") in ([], [(0,)])
+
+
+def test_a_groups_offsets_are_all_read_when_the_route_has_more_partitions_than_one_request_asks(  # type: ignore[no-untyped-def]
+        primary, unique_name, monkeypatch) -> None:
+    """Committed offsets are asked a few hundred partitions at a time (librdkafka's cost grows with the square
+    of a request's size): every committed partition is found, whichever request asked it, and no other."""
+    from replicator.runbooks.checkpoints import offsets
+
+    monkeypatch.setattr(offsets, "PARTITIONS_PER_REQUEST", 3)
+    topics = {f"{unique_name}-a": 7, f"{unique_name}-b": 2}
+    create_topics(primary.bootstrap_servers, topics)
+    wanted = {(f"{unique_name}-a", 0): 5, (f"{unique_name}-a", 4): 1, (f"{unique_name}-a", 6): 12,
+              (f"{unique_name}-b", 1): 3}  # in the first, second, third and last request
+    group = f"g-{unique_name}"
+    offsets.commit({"bootstrap.servers": primary.bootstrap_servers}, group, wanted, "primary")
+    partitions = [(t, p) for t, count in topics.items() for p in range(count)]
+    assert offsets.read_committed({"bootstrap.servers": primary.bootstrap_servers}, group, partitions,
+                                  "primary") == wanted
