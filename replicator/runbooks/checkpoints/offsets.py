@@ -40,25 +40,37 @@ def _client(properties: Mapping[str, str], group: str) -> Any:
 def read_committed(properties: Mapping[str, str], group: str, partitions: Iterable[Partition],
                    what: str, timeout: float = 15.0) -> dict[Partition, int]:
     """The group's committed offset of each partition that has one (``what`` names the cluster in errors)."""
-    wanted = [TopicPartition(topic, number) for topic, number in sorted(set(partitions))]
-    if not wanted:
-        return {}
-    consumer = _client(properties, group)
-    found: list[TopicPartition] = []
-    try:
-        for start in range(0, len(wanted), PARTITIONS_PER_REQUEST):
-            found += _committed(consumer, wanted[start:start + PARTITIONS_PER_REQUEST], timeout,
-                                f"{what}: committed offsets of group {group!r}")
-    finally:
-        consumer.close()
-    out = {}
-    for tp in found:
-        if tp.error is not None and tp.error.name() != "UNKNOWN_TOPIC_OR_PART":
-            raise ClusterError(f"{what}: committed offset of group {group!r} on {tp.topic}-{tp.partition}: "
-                               f"{tp.error.name()}: {tp.error.str()}", retriable=tp.error.retriable())
-        if tp.error is None and tp.offset >= 0:
-            out[(tp.topic, tp.partition)] = tp.offset
-    return out
+    return Asked(partitions).committed(properties, group, what, timeout)
+
+
+class Asked:
+    """Partitions whose committed offsets are asked of group after group: their requests are made once."""
+
+    def __init__(self, partitions: Iterable[Partition]) -> None:
+        wanted = [TopicPartition(topic, number) for topic, number in sorted(set(partitions))]
+        self.requests = [wanted[start:start + PARTITIONS_PER_REQUEST]
+                         for start in range(0, len(wanted), PARTITIONS_PER_REQUEST)]
+
+    def committed(self, properties: Mapping[str, str], group: str, what: str,
+                  timeout: float = 15.0) -> dict[Partition, int]:
+        """The group's committed offset of each partition that has one (``what`` names the cluster in errors)."""
+        if not self.requests:
+            return {}
+        consumer = _client(properties, group)
+        found: list[TopicPartition] = []
+        try:
+            for request in self.requests:
+                found += _committed(consumer, request, timeout, f"{what}: committed offsets of group {group!r}")
+        finally:
+            consumer.close()
+        out = {}
+        for tp in found:
+            if tp.error is not None and tp.error.name() != "UNKNOWN_TOPIC_OR_PART":
+                raise ClusterError(f"{what}: committed offset of group {group!r} on {tp.topic}-{tp.partition}: "
+                                   f"{tp.error.name()}: {tp.error.str()}", retriable=tp.error.retriable())
+            if tp.error is None and tp.offset >= 0:
+                out[(tp.topic, tp.partition)] = tp.offset
+        return out
 
 
 def _committed(consumer: Any, partitions: list[TopicPartition], timeout: float, what: str) -> list[TopicPartition]:

@@ -37,7 +37,7 @@ from replicator.kafka.clients import admin_settings
 from replicator.kafka.groups import active_members, list_groups
 from replicator.kafka.log_ranges import ends
 from replicator.kafka.topics import source_partitions, watermarks
-from replicator.runbooks.checkpoints.offsets import for_each_group, read_committed
+from replicator.runbooks.checkpoints.offsets import Asked, for_each_group, read_committed
 from replicator.runbooks.checkpoints.syncs import SyncLog
 
 _log = logging.getLogger(__name__)
@@ -85,7 +85,8 @@ def prepare(config: Config, route_name: str, groups: Sequence[str] | None = None
     target_of = {t: policy.format_remote_topic(route.source, t) for t in topics}
     syncs = log.syncs
     stale = _stale_syncs(admin, {p: runs for p, runs in log.runs.items() if p[0] in topics}, on_source)
-    committed = for_each_group(lambda group: read_committed(source, group, partitions, on_source), chosen)
+    asked = Asked(partitions)
+    committed = for_each_group(lambda group: asked.committed(source, group, on_source), chosen)
     checkpoints = [c for group in chosen for c in checkpoints_of_group(
         group, committed[group], syncs, replicated_end, target_of)]
     plan: list[TargetOffset] = []
