@@ -15,7 +15,9 @@ copying every topic of the shape (one regex):
 2. idle cost under the steady load: CPU % of one core and RSS of the peer process;
 3. MirrorFlow only: its topic-refresh and loop-turn histograms (``--metrics-port``); then
    G consumer groups committed on a few topics and ``mirrorflow checkpoint`` timed, and
-   ``mirrorflow status``, ``mirrorflow sync --dry-run`` and the Replication page timed.
+   ``mirrorflow status``, ``mirrorflow sync --dry-run`` and the Replication page timed;
+4. MirrorMaker 2 started again with its checkpoint connector on the same groups: launch -> a
+   checkpoint of every group's every committed partition on the target.
 
 Figures only: nothing here asserts a time.
 """
@@ -37,7 +39,15 @@ sys.path.insert(0, str(REPO))
 from measure import Env  # noqa: E402
 from peers import MF_SOURCE_ALIAS, start_mirrorflow, start_mm2  # noqa: E402
 from procs import Child, StepFailed, progress, run_bench, start_clusters, tear_down  # noqa: E402
-from scale_control import GROUP_PREFIX, commit_groups, end_offsets, page_probe, timed_cli  # noqa: E402
+from scale_control import (  # noqa: E402
+    GROUP_PREFIX,
+    MM2_CHECKPOINTS,
+    commit_groups,
+    end_offsets,
+    page_probe,
+    timed_cli,
+    watch_checkpoints,
+)
 from scale_load import Shape, SteadyLoad, create_shape, measure_idle, watch_startup  # noqa: E402
 from scale_metrics import LOOP_TURN, LOOP_TURN_REFRESHING, REFRESH, REFRESH_STALL_S, scrape, since, summary, tail  # noqa: E402
 from scale_profile import Sampler, loop_hotspots  # noqa: E402
@@ -188,6 +198,30 @@ def run_mm2(env: Env, shape: Shape, args: argparse.Namespace, load: SteadyLoad) 
     return result
 
 
+def mm2_checkpoints(env: Env, shape: Shape, args: argparse.Namespace, groups: dict[str, Any]) -> dict[str, Any]:
+    """MirrorMaker 2 started again (its Connect state kept: nothing left to copy) with its checkpoint connector
+    on the groups MirrorFlow checkpointed (committed here when MirrorFlow did not run): launch -> a checkpoint
+    of every group's every committed partition on the target."""
+    if "partitions_per_group" not in groups:
+        groups = commit_groups(env.source, args.groups, end_offsets(env.source, shape.names[:GROUP_TOPICS],
+                                                                    shape.partitions))
+    expected = groups["groups"] * groups["partitions_per_group"]
+    for name in (f"mm2-{shape.prefix}.out", f"mm2-{shape.prefix}-connect.log"):  # keep the copy run's logs
+        if (env.work / name).exists():
+            (env.work / name).rename(env.work / name.replace(shape.prefix, f"{shape.prefix}-copy"))
+    progress(f"MirrorMaker 2: starting again with checkpoints of {groups['groups']:,} groups")
+    launched_ms = int(time.time() * 1000)
+    peer = start_mm2(env, shape.prefix, [shape.pattern], regex=True, extra=MM2_CHECKPOINTS)
+    try:
+        return watch_checkpoints(env.target, "source.checkpoints.internal", expected, launched_ms,
+                                 args.startup_timeout, lambda: peer.check_alive("MirrorMaker 2 checkpoints"))
+    except StepFailed as failure:
+        progress(f"  FAILED: {failure}")
+        return {"error": str(failure), "expected": expected}
+    finally:
+        peer.stop(60)
+
+
 # -- report ------------------------------------------------------------------------------
 
 def _s(value: float | None, spec: str = ".3f") -> str:
@@ -237,6 +271,13 @@ def table(report: dict[str, Any]) -> str:
                              + ", ".join(f"{n} {pct:.1f}" for n, pct in list(threads.items())[:5]))
     control = (report.get("mirrorflow") or {}).get("control") or {}
     lines += _control_lines(control)
+    mm2_ck = (report.get("mm2") or {}).get("checkpoints") or {}
+    if mm2_ck:
+        done = (f"every one {mm2_ck['complete_s']:.1f} s after launch" if mm2_ck.get("complete_s") is not None
+                else f"{mm2_ck.get('seen', 0):,} of them by the timeout" + (f" ({mm2_ck['error'][:100]})"
+                                                                              if "error" in mm2_ck else ""))
+        lines.append(f"MirrorMaker 2 checkpoints of the same {mm2_ck['expected']:,} group partitions (started "
+                     f"again, nothing to copy): {done}")
     lines.append(f"(run wall time {report['wall_s'] / 60:.1f} min; topics created in {s.get('create_s', 0):.1f} s)")
     return "\n".join(lines)
 
@@ -314,6 +355,9 @@ def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
         report["mirrorflow"] = run_mirrorflow(env, shape, args, load)
     if "mm2" in peers:
         report["mm2"] = run_mm2(env, shape, args, load)
+        if args.groups:
+            groups = ((report.get("mirrorflow") or {}).get("control") or {}).get("groups") or {}
+            report["mm2"]["checkpoints"] = mm2_checkpoints(env, shape, args, groups)
     load.stop()
     report["load"] = {"sent": load.sent, "failed": load.failed}
 

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from peers import REPO, mirrorflow_cli
 from procs import StepFailed, progress
 
@@ -93,3 +93,42 @@ def page_probe(work: Path, state_url: str, route: str) -> dict[str, Any]:
              f"({result['page']['bytes']:,} B), JSON {result['json']['status']} in {result['json']['seconds']:.2f} s "
              f"({result['json']['bytes']:,} B); Airflow import {result['import_s']:.1f} s")
     return result
+
+
+# MirrorMaker 2's checkpoints of the same groups: its checkpoint connector lists the groups and emits a
+# checkpoint per (group, partition) to <alias>.checkpoints.internal on the target, every interval.
+MM2_CHECKPOINTS = {"emit.checkpoints.enabled": "true", "emit.checkpoints.interval.seconds": "5",
+                   "refresh.groups.enabled": "true", "refresh.groups.interval.seconds": "5",
+                   "groups": f"{GROUP_PREFIX}.*"}
+
+
+def first_complete_s(first_seen: dict[bytes, int], expected: int, launched_ms: int) -> float | None:
+    """Seconds from launch until ``expected`` distinct checkpoints had appeared (each counted at its first
+    record's timestamp, ms); None while fewer have."""
+    if expected <= 0 or len(first_seen) < expected:
+        return None
+    return (sorted(first_seen.values())[expected - 1] - launched_ms) / 1000
+
+
+def watch_checkpoints(bootstrap: str, topic: str, expected: int, launched_ms: int, timeout: float,
+                      alive: Any) -> dict[str, Any]:
+    """Read ``topic`` (one partition) until ``expected`` distinct checkpoint keys (group, topic, partition) are
+    there or ``timeout`` s pass; ``alive()`` raises when the peer died. When the set was complete, and how
+    many were seen."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-checkpoints-reader",
+                         "enable.auto.commit": "false"})
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    first_seen: dict[bytes, int] = {}
+    deadline = time.monotonic() + timeout
+    try:
+        while len(first_seen) < expected and time.monotonic() < deadline:
+            alive()
+            for message in consumer.consume(5000, 1.0):
+                if message.error() is None and message.key() is not None:
+                    first_seen.setdefault(message.key(), message.timestamp()[1])
+    finally:
+        consumer.close()
+    seconds = first_complete_s(first_seen, expected, launched_ms)
+    progress(f"  MirrorMaker 2 checkpoints: {len(first_seen):,} of {expected:,}"
+             + (f", all {seconds:.1f} s after launch" if seconds is not None else f" after {timeout:.0f} s"))
+    return {"expected": expected, "seen": len(first_seen), "complete_s": None if seconds is None else round(seconds, 1)}
