@@ -32,6 +32,7 @@ from procs import (  # noqa: E402
     Child,
     RecordCounter,
     StepFailed,
+    bench_parser,
     create_topics,
     progress,
     run_bench,
@@ -129,13 +130,10 @@ def table(report: dict[str, Any]) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = bench_parser(__doc__, quick="200,000 records, 10 s latency runs")
     parser.add_argument("--records", type=int, help="records per size (default 1,000,000; --quick: 200,000)")
     parser.add_argument("--sizes", default="100,1024", help="record sizes in bytes, comma-separated")
-    parser.add_argument("--quick", action="store_true", help="200,000 records, 10 s latency runs")
     parser.add_argument("--latency-seconds", type=float, help="length of each latency run (default 20; --quick 10)")
-    parser.add_argument("--report", type=Path, help="write every figure to this JSON file")
-    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, cluster data)")
     parser.add_argument("--intervals", default="", help="more MirrorFlow exactly-once runs at these "
                         "transactions.interval_ms, comma-separated (the default run uses 100)")
     args = parser.parse_args(argv)

@@ -41,6 +41,7 @@ from procs import (  # noqa: E402
     Child,
     Offsets,
     StepFailed,
+    bench_parser,
     create_topics,
     progress,
     run_bench,
@@ -225,7 +226,7 @@ def table(report: dict[str, Any]) -> str:
 # -- the run -----------------------------------------------------------------------------
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = bench_parser(__doc__, quick="a backlog of 200,000 records")
     parser.add_argument("--backlog", type=int, help="records of 100 B in the busy topic (default 1,000,000; "
                                                     "--quick 200,000)")
     parser.add_argument("--small", type=int, default=10, help="small topics (one partition each)")
@@ -248,9 +249,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="define a MirrorFlow variant of route overrides (repeatable); run it by naming it "
                              "in --mf-variants")
     parser.add_argument("--no-mm2", action="store_true", help="skip MirrorMaker 2")
-    parser.add_argument("--quick", action="store_true", help="a backlog of 200,000 records")
-    parser.add_argument("--report", type=Path, help="write every figure to this JSON file")
-    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, cluster data)")
     args = parser.parse_args(argv)
     args.backlog = args.backlog or (200_000 if args.quick else 1_000_000)
     args.mf_variants = [v for v in args.mf_variants.split(",") if v]

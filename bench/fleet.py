@@ -39,6 +39,7 @@ from procs import (  # noqa: E402
     Child,
     Offsets,
     StepFailed,
+    bench_parser,
     cpu_seconds,
     create_topics,
     progress,
@@ -164,15 +165,12 @@ def table(report: dict[str, Any]) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = bench_parser(__doc__, quick="a backlog of 200,000 records")
     parser.add_argument("--records", type=int, help="records in the backlog (default 600,000; --quick 200,000)")
     parser.add_argument("--size", type=int, default=1024, help="record size in bytes (default 1024)")
     parser.add_argument("--partitions", type=int, default=12, help="partitions of the source topic (default 12)")
     parser.add_argument("--workers", default="1,2,3", help="fleet sizes, comma-separated (default 1,2,3)")
     parser.add_argument("--no-mm2", action="store_true", help="skip MirrorMaker 2")
-    parser.add_argument("--quick", action="store_true", help="a backlog of 200,000 records")
-    parser.add_argument("--report", type=Path, help="write every figure to this JSON file")
-    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, cluster data)")
     args = parser.parse_args(argv)
     args.records = args.records or (200_000 if args.quick else 600_000)
     try:

@@ -46,6 +46,7 @@ from procs import (  # noqa: E402
     Child,
     Offsets,
     StepFailed,
+    bench_parser,
     create_topics,
     percentile,
     progress,
@@ -230,15 +231,13 @@ def table(report: dict[str, Any]) -> str | None:
 # -- the run -----------------------------------------------------------------------------
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--rate", type=int, default=2000, help="records/s of the load (default 2000)")
     parser.add_argument("--seconds", type=int, default=30, help="length of the load (default 30)")
     parser.add_argument("--warmup", type=float, default=WARMUP_S,
                         help=f"seconds at the load's start left out of the figures (default {WARMUP_S})")
     parser.add_argument("--mf-route", default="", metavar="consumer.KEY=V,producer.KEY=V",
                         help="MirrorFlow's route overrides (e.g. producer.linger.ms=0)")
-    parser.add_argument("--report", type=Path, help="write every figure to this JSON file")
-    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, cluster data)")
     args = parser.parse_args(argv)
     args.mf_route = parse_overrides(args.mf_route, "--mf-route: expected ")
     return args

@@ -43,6 +43,7 @@ from procs import (  # noqa: E402
     Child,
     RecordCounter,
     StepFailed,
+    bench_parser,
     create_topics,
     progress,
     run_bench,
@@ -201,7 +202,7 @@ def _ns(settings: dict[str, Any]) -> argparse.Namespace:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = bench_parser(__doc__)
     parser.add_argument("--records", type=int, default=100_000, help="records per source topic (default 100,000)")
     parser.add_argument("--per-transaction", type=int, default=100, help="records per transaction in txn")
     parser.add_argument("--day-rate", type=int, default=100, help="records/s per partition of the day's estimate")
@@ -209,8 +210,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="ms between transactions of the day's estimate (Kafka Streams' exactly-once commit "
                              "interval is 100 ms)")
     parser.add_argument("--no-mm2", action="store_true", help="skip MirrorMaker 2")
-    parser.add_argument("--report", type=Path, help="write every figure to this JSON file")
-    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, cluster data)")
     args = parser.parse_args(argv)
     if args.records < PARTITIONS or args.per_transaction < 1:
         parser.error("--records must be at least 4 and --per-transaction at least 1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -199,6 +200,17 @@ class RecordCounter:
         self._stop.set()
         self._thread.join(10)
         self._consumer.close()
+
+
+def bench_parser(doc: str | None, quick: str | None = None) -> argparse.ArgumentParser:
+    """The options every bench has: its description (the first paragraph of ``doc``), ``--quick`` (``quick``
+    says what it runs; None: the bench has no quick form), ``--report`` and ``--keep``."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    if quick is not None:
+        parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--report", type=Path, help="write every figure to this JSON file")
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, cluster data)")
+    return parser
 
 
 def percentile(sorted_values: list[float], q: float) -> float | None:

@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 
 from measure import Env  # noqa: E402
 from peers import MF_SOURCE_ALIAS, start_mirrorflow, start_mm2  # noqa: E402
-from procs import Child, StepFailed, progress, run_bench, start_clusters, tear_down  # noqa: E402
+from procs import Child, StepFailed, bench_parser, progress, run_bench, start_clusters, tear_down  # noqa: E402
 from scale_control import (  # noqa: E402
     GROUP_PREFIX,
     MM2_CHECKPOINTS,
@@ -309,7 +309,7 @@ def _control_lines(control: dict[str, Any]) -> list[str]:
 # -- the run -----------------------------------------------------------------------------
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = bench_parser(__doc__, quick="100 topics x 4, 100 groups, 10 s idle windows")
     parser.add_argument("--topics", type=int, help="source topics (default 500; --quick 100)")
     parser.add_argument("--partitions", type=int, help="partitions per topic (default 4)")
     parser.add_argument("--groups", type=int, help="consumer groups to checkpoint (default 1000; --quick 100; 0: skip)")
@@ -322,9 +322,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--py-spy", action="store_true",
                         help="sample MirrorFlow with py-spy from launch to the end of the loaded window and print "
                              "where its copy loop spent the time (adds load to the machine)")
-    parser.add_argument("--quick", action="store_true", help="100 topics x 4, 100 groups, 10 s idle windows")
-    parser.add_argument("--report", type=Path, help="write every figure to this JSON file")
-    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, cluster data)")
     args = parser.parse_args(argv)
     args.topics = args.topics or (100 if args.quick else 500)
     args.partitions = args.partitions or 4

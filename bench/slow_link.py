@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from measure import MB, PARTITIONS, Env, copy_once, raw_producer  # noqa: E402
 from peers import start_mirrorflow, start_mm2  # noqa: E402
-from procs import StepFailed, create_topics, progress, run_bench, tear_down  # noqa: E402
+from procs import StepFailed, bench_parser, create_topics, progress, run_bench, tear_down  # noqa: E402
 from scale import machine  # noqa: E402
 
 from bench.chaoslib.cluster import ProxiedCluster, start_clusters  # noqa: E402
@@ -187,7 +187,7 @@ def table(report: dict[str, Any]) -> str:
 # -- the run -----------------------------------------------------------------------------
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = bench_parser(__doc__, quick="a backlog of 100,000 records")
     parser.add_argument("--records", type=int, help="records in the backlog (default 300,000; --quick 100,000)")
     parser.add_argument("--size", type=int, default=1024, help="record size in bytes (default 1024)")
     parser.add_argument("--rtts", default="0,50,100", help="round trips to the target in ms, comma-separated")
@@ -197,10 +197,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="seconds a peer may copy for (from its first record); a slower one is measured on "
                              "what it copied by then (default 90)")
     parser.add_argument("--no-mm2", action="store_true", help="skip MirrorMaker 2")
-    parser.add_argument("--quick", action="store_true", help="a backlog of 100,000 records")
     parser.add_argument("--toxiproxy", type=Path, default=TOXIPROXY, help="toxiproxy-server (make toxiproxy)")
-    parser.add_argument("--report", type=Path, help="write every figure to this JSON file")
-    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, cluster data)")
     args = parser.parse_args(argv)
     args.records = args.records or (100_000 if args.quick else 300_000)
     try:

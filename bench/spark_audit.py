@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from measure import PARTITIONS, Env, copy_once, raw_producer  # noqa: E402
 from peers import MF_SOURCE_ALIAS, mirrorflow_cli, mirrorflow_config, start_mirrorflow  # noqa: E402
-from procs import create_topics, progress, run_bench, start_clusters, tear_down  # noqa: E402
+from procs import bench_parser, create_topics, progress, run_bench, start_clusters, tear_down  # noqa: E402
 from scale import machine  # noqa: E402
 
 from replicator.dev.localspark import LocalSpark, LocalSparkSpec  # noqa: E402
@@ -106,16 +106,13 @@ def table(report: dict[str, Any]) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = bench_parser(__doc__, quick="200,000 records")
     parser.add_argument("--records", type=int, help="records in the window (default 1,000,000; --quick 200,000)")
     parser.add_argument("--size", type=int, default=100, help="record size in bytes (default 100)")
     parser.add_argument("--spark-workers", type=int, default=1, help="standalone workers (default 1)")
     parser.add_argument("--worker-cores", type=int, default=2, help="cores each worker offers (default 2)")
     parser.add_argument("--worker-memory", default="2g", help="memory each worker offers (default 2g)")
     parser.add_argument("--repeat", type=int, default=2, help="audits per master, alternating (default 2)")
-    parser.add_argument("--quick", action="store_true", help="200,000 records")
-    parser.add_argument("--report", type=Path, help="write every figure to this JSON file")
-    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, cluster data)")
     args = parser.parse_args(argv)
     args.records = args.records or (200_000 if args.quick else 1_000_000)
     return args

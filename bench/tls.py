@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 
 from measure import MB, PARTITIONS, Env, copy_once, raw_producer  # noqa: E402
 from peers import start_mirrorflow, start_mm2  # noqa: E402
-from procs import create_topics, progress, run_bench, tear_down  # noqa: E402
+from procs import bench_parser, create_topics, progress, run_bench, tear_down  # noqa: E402
 from scale import machine  # noqa: E402
 
 from replicator.dev.localcluster import LocalCluster, LocalClusterSpec, TlsListener  # noqa: E402
@@ -147,13 +147,10 @@ def table(report: dict[str, Any]) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = bench_parser(__doc__, quick="a backlog of 100,000 records")
     parser.add_argument("--records", type=int, help="records in the backlog (default 500,000; --quick 100,000)")
     parser.add_argument("--size", type=int, default=1024, help="record size in bytes (default 1024)")
     parser.add_argument("--no-mm2", action="store_true", help="skip MirrorMaker 2")
-    parser.add_argument("--quick", action="store_true", help="a backlog of 100,000 records")
-    parser.add_argument("--report", type=Path, help="write every figure to this JSON file")
-    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, cluster data)")
     args = parser.parse_args(argv)
     args.records = args.records or (100_000 if args.quick else 500_000)
     return args
