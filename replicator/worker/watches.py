@@ -1,0 +1,153 @@
+"""A route worker's watches over its own health, run by the copy loop: the source out of reach (copying held
+until the worker joins anew), partitions stuck though the source has records for them, placing that keeps
+failing while the source answers others, and the lag gauges of what it owns."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from confluent_kafka import KafkaException, TopicPartition
+
+from replicator.domain.partition_state import Facts, PartitionState, state_of
+from replicator.domain.stuck import Moving, Remedy, Stuck
+from replicator.worker import metrics
+from replicator.worker.group_member import GroupMember
+from replicator.worker.records import TP
+
+if TYPE_CHECKING:
+    from replicator.domain.outage import OutageWatch
+
+log = logging.getLogger(__name__)
+
+# Placing failing this long (or ``stuck_after``, if shorter) while both clusters answer: the client is at fault,
+# renewed. A consumer assigned its partitions can stop getting answers after a broker restart until it is made
+# anew (librdkafka #5153, open; seen here with exactly-once after a clean restart of the source broker).
+PLACING_GIVE_UP_S = 60.0
+
+
+class Watches(GroupMember):
+    """RouteWorker's base: the watches its loop runs. The attributes below are the worker's (set in its
+    ``__init__``), beside GroupMember's."""
+
+    outage: OutageWatch
+    holding: str | None  # why copying is held until the worker joins the group anew
+    _lag_at: float
+
+    def _watch_outage(self) -> None:
+        """The source out of reach for ``outage_hold`` s: the group may have given this worker's partitions to
+        others (see domain.outage). Everything assigned is paused at once -- a local call: when the link comes
+        back nothing is fetched for partitions that may be another's -- nothing is placed or copied, and the
+        worker joins the group anew once the source answers (``_source_answers``)."""
+        if self.holding or self._consumer is None:
+            return
+        out = self.outage.due(time.monotonic())
+        if out is None:
+            return
+        self.holding = f"the source was out of reach for {out:.0f} s"
+        try:
+            assigned = self.consumer.assignment()
+            if assigned:
+                self.consumer.pause(assigned)
+        except KafkaException as exc:  # a consumer in a fatal state: its renewal below replaces it anyway
+            assigned = []
+            log.warning("pausing for the hold failed route=%s error=%s", self.route.name, exc.args[0].str())
+        self.subscription.force_refresh()  # its look tells when the source answers again
+        log.warning("copying held: %s, the group may have given this worker's partitions to others; it joins the "
+                    "group anew once the source answers route=%s partitions=%d", self.holding, self.route.name,
+                    len(assigned))
+
+    def _source_answers(self) -> None:
+        """A look at its topics came from the source: it answers now (records may have been fetched before it
+        went away, so they do not say so). A held worker joins anew: a new consumer, which copies what the
+        group gives it from the committed positions."""
+        self.links.up("source")
+        self.outage.answers()
+        if self.holding:
+            reason, self.holding = self.holding, None
+            self._renew_clients(f"{reason}: joining the group anew before copying again")
+
+    def _watch_stuck(self, ends: dict[TP, int]) -> None:
+        """Owned partitions the source has records for past their fetch position, which has not moved for
+        ``stuck_after`` s though nothing holds them (see domain.stuck): placed again, or given back."""
+        # Every owned partition is looked at: one whose end this look could not read (a source away) is watched
+        # afresh, or a source back after minutes would find every partition "stuck" since before it went.
+        if self._watch_placing(ends):
+            return
+        owned = [TopicPartition(*key) for key in sorted(self.inflight.ledgers)]
+        if not owned or self._consumer is None:
+            return
+        now, reseek, rejoin = time.monotonic(), set(), []
+        for tp in self.consumer.position(owned):
+            key = (tp.topic, tp.partition)
+            may_fetch = not (self.paused or self.failure or self.holding or key in self.unplaced or key in self.resets
+                             or tp.topic in self.paused_topics)
+            event = self.stuck_watch.observe(key, tp.offset if tp.offset >= 0 else None, ends.get(key), may_fetch,
+                                             now)
+            if isinstance(event, Moving):
+                log.warning("stuck partition fetches again route=%s topic=%s partition=%d position=%d",
+                            self.route.name, key[0], key[1], event.position)
+                self.subscription.state.partition_state(key[0], key[1], None)
+            elif isinstance(event, Stuck):
+                self.subscription.state.partition_state(
+                    key[0], key[1], PartitionState.STUCK.value,
+                    f"fetch position {event.position} still for {event.seconds:.0f} s while the source's end is "
+                    f"{event.end}: {event.remedy.value}")
+                log.warning("partition stuck: the source has records past its fetch position, which has not moved "
+                            "for %.0f s; %s route=%s topic=%s partition=%d position=%d end=%d", event.seconds,
+                            "placing it again from its committed offset" if event.remedy == Remedy.RESEEK
+                            else "stuck again after a re-seek: giving it back to the group (a new consumer)",
+                            self.route.name, key[0], key[1], event.position, event.end)
+                metrics.STUCK.labels(self.route.name, event.remedy.value).inc()
+                (reseek.add(key) if event.remedy == Remedy.RESEEK else rejoin.append(key))
+        metrics.STUCK_NOW.labels(self.route.name).set(len(self.stuck_watch.stuck()))
+        if rejoin:
+            self._renew_clients(f"partitions stuck after a re-seek: {', '.join(f'{t}[{p}]' for t, p in rejoin)}")
+        elif reseek:
+            self._start_over(reseek, "partitions stuck: placing them again from the committed positions")
+
+    def _watch_placing(self, ends: dict[TP, int]) -> bool:
+        """Placing that has failed for ``stuck_after`` s (at most PLACING_GIVE_UP_S) while the source answers
+        (this look, a client of its own, read the ends of those partitions): the worker's clients no longer get
+        the answers the cluster gives others: new clients. True when renewed. Not gated on what the worker's own
+        clients last said of the source: a wedged consumer's last word was "all brokers down", and it never
+        takes it back (the exactly-once fault run, seed 8)."""
+        since = self.placing_failed_since
+        if since is None or self._consumer is None:
+            return False
+        now = time.monotonic()
+        if not any(key in ends for key in self.unplaced):
+            self.placing_failed_since = now  # the source does not answer the look either: watched afresh
+            return False
+        if now - since < min(self.route.stuck_after, PLACING_GIVE_UP_S):
+            return False
+        self.placing_failed_since = None
+        metrics.STUCK.labels(self.route.name, Remedy.REJOIN.value).inc()
+        self._renew_clients(f"placing partitions has failed for {now - since:.0f} s while the source answers")
+        return True
+
+    def _publish_lag(self) -> None:
+        """Every few seconds, each owned partition's lag: the log end the consumer last saw (no request)
+        minus where the route resumes. Not from librdkafka's statistics: their JSON, parsed on the loop,
+        took a quarter of a second at 2,000 partitions."""
+        now = time.monotonic()
+        if now < self._lag_at:
+            return
+        self._lag_at = now + self.timeouts.lag
+        consumer = self.consumer
+        stuck = set(self.stuck_watch.stuck())
+        counts = dict.fromkeys(PartitionState, 0)
+        for (topic, partition), ledger in self.inflight.ledgers.items():
+            position = ledger.resume_from()
+            try:
+                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), cached=True)
+            except KafkaException:
+                high = -1
+            lag = max(0, high - position) if position is not None and high >= 0 else None
+            if lag is not None:
+                metrics.LAG.labels(self.route.name, topic, str(partition)).set(lag)
+            recorded = (PartitionState.STUCK, "") if (topic, partition) in stuck else None
+            counts[state_of(Facts(lag, position, None, recorded, topic in self.paused_topics))[0]] += 1
+        for state, count in counts.items():  # the states a worker can know of itself (status adds the others)
+            metrics.STATES.labels(self.route.name, state.value).set(count)
