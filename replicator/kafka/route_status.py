@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from replicator.config import Config, RouteConfig
@@ -18,6 +18,7 @@ from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError, ConfigError
 from replicator.kafka.admin import connected_admin
 from replicator.kafka.clients import admin_settings
+from replicator.kafka.group_offsets import Asked
 from replicator.kafka.groups import SETTLING
 from replicator.kafka.topics import source_partitions
 
@@ -62,7 +63,9 @@ def route_status(config: Config, route: RouteConfig, timeout: float = 15.0) -> l
         partitions = [TopicPartition(t, p) for t, n in topics.partitions.items() for p in range(n)]
         if not partitions:
             return []
-        committed = _committed(config, route, partitions, timeout)
+        committed = Asked((tp.topic, tp.partition) for tp in partitions).answers(
+            config.cluster(route.source).client_properties(), group_id(route),
+            f"route {route.name}: source {route.source!r}", timeout, patience=0.0)
         # confluent-kafka leaves OffsetSpec.latest() unannotated.
         latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
         ends = admin.list_offsets({tp: latest for tp in partitions}, request_timeout=timeout)
@@ -111,19 +114,6 @@ def transaction_totals(config: Config, route: RouteConfig) -> TransactionTotals 
 
     with StateStore(config.state.url) as store:
         return StateLink(route, store).transaction_totals()
-
-
-def _committed(config: Config, route: RouteConfig, partitions: list[TopicPartition],
-               timeout: float) -> list[TopicPartition]:
-    # A consumer that never subscribes reads the group's offsets without joining it. Not
-    # AdminClient.list_consumer_group_offsets: with confluent-kafka 2.16 it crashed the
-    # process (SIGSEGV) when the group coordinator was still loading on a fresh cluster.
-    consumer = Consumer({**admin_settings(config.cluster(route.source).client_properties()),
-                         "group.id": group_id(route), "enable.auto.commit": "false"})
-    try:
-        return list(consumer.committed(partitions, timeout=timeout))
-    finally:
-        consumer.close()
 
 
 def _stored_at(metadata: str | None) -> dt.datetime | None:

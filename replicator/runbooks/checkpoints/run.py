@@ -26,7 +26,7 @@ from replicator.domain.checkpoint_run import CheckpointRun
 from replicator.domain.naming import sync_topic_name
 from replicator.domain.target_group import TargetOffset, TargetOutcome, offsets_to_commit
 from replicator.errors import ClusterError, MirrorFlowError
-from replicator.runbooks.checkpoints.offsets import commit, for_each_group
+from replicator.kafka.group_offsets import commit, for_each_group
 from replicator.runbooks.checkpoints.read import PreparedCheckpoints, prepare
 from replicator.runbooks.checkpoints.syncs import retire_runs
 from replicator.runbooks.checkpoints.topic import checkpoints_topic_name, publish

@@ -26,8 +26,8 @@ from replicator.domain.naming import group_id
 from replicator.domain.provenance import should_skip
 from replicator.errors import ClusterError, MirrorFlowError
 from replicator.kafka.clients import admin_settings
+from replicator.kafka.group_offsets import read_committed
 from replicator.kafka.topics import source_partitions
-from replicator.runbooks.checkpoints.offsets import read_committed
 from replicator.worker.records import headers_of
 
 log = logging.getLogger(__name__)

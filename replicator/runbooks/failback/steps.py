@@ -35,9 +35,9 @@ from replicator.domain.offset_sync import OffsetSync
 from replicator.domain.resume_point import Basis, verify_commits
 from replicator.domain.runbook import acting
 from replicator.kafka.clients import admin_settings
+from replicator.kafka.group_offsets import commit, read_committed
 from replicator.kafka.groups import list_groups
 from replicator.runbooks import engine
-from replicator.runbooks.checkpoints.offsets import commit, read_committed
 from replicator.runbooks.checkpoints.syncs import SyncLog
 from replicator.runbooks.context import Ctx as RunbookCtx
 from replicator.runbooks.engine import StepFailed

@@ -1,6 +1,6 @@
 """The target's groups: where they stand, the resume offsets committed into them, and read back.
 
-The writer and the rules are the checkpoints' (:func:`replicator.runbooks.checkpoints.offsets.commit`,
+The writer and the rules are the checkpoints' (:func:`replicator.kafka.group_offsets.commit`,
 :func:`replicator.domain.failover.plan_commits`): a group with active members on
 the target is never written (and the broker refuses a commit without a member id
 into such a group anyway), a group is never moved backwards.
@@ -20,8 +20,8 @@ from replicator.domain.resume_point import GroupCommit, ResumePoint, offsets_to_
 from replicator.domain.target_group import TargetOutcome
 from replicator.errors import ClusterError
 from replicator.kafka.clients import admin_settings
+from replicator.kafka.group_offsets import commit, for_each_group, read_committed
 from replicator.kafka.groups import active_members
-from replicator.runbooks.checkpoints.offsets import commit, for_each_group, read_committed
 
 log = logging.getLogger(__name__)
 

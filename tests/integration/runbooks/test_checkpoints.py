@@ -249,7 +249,7 @@ def test_a_groups_offsets_are_all_read_when_the_route_has_more_partitions_than_o
         primary, unique_name, monkeypatch) -> None:
     """Committed offsets are asked a few hundred partitions at a time (librdkafka's cost grows with the square
     of a request's size): every committed partition is found, whichever request asked it, and no other."""
-    from replicator.runbooks.checkpoints import offsets
+    from replicator.kafka import group_offsets as offsets
 
     monkeypatch.setattr(offsets, "PARTITIONS_PER_REQUEST", 3)
     topics = {f"{unique_name}-a": 7, f"{unique_name}-b": 2}

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from replicator.errors import ClusterError
-from replicator.runbooks.checkpoints.offsets import GROUPS_AT_ONCE, for_each_group
+from replicator.kafka.group_offsets import GROUPS_AT_ONCE, for_each_group
 
 
 def test_every_group_once_with_its_result_in_the_groups_order() -> None:

@@ -1,4 +1,5 @@
-"""Committed offsets of a group, read and written by a client that never joins the group.
+"""Committed offsets of a group, read and written by a client that never joins the group: the one reader and
+writer of them (checkpoints, failover, failback, ``status``).
 
 Not ``AdminClient.list_consumer_group_offsets``: with confluent-kafka 2.16 it crashed
 the process (SIGSEGV) while a fresh cluster's group coordinator was still loading. A
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, TopicPartition
@@ -25,13 +27,15 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# Groups read or written at the same time, one client each: a run over a thousand groups is bound by round
-# trips (a client's connection, the group's coordinator, the request), not by the brokers.
+# Groups read or written at the same time, one client each: their connections, coordinator look-ups and round
+# trips overlap. Beyond a few the run is bound by CPU (each client's and the brokers'), not by waiting: a
+# 1,000-group checkpoint on two cores took about as long with 32 at once as with 8 (bench/README.md).
 GROUPS_AT_ONCE = 8
 # Partitions asked in one ``committed()`` call. librdkafka matches each partition of the answer against the
 # request's list one by one, so a call's cost grows with the square of its size: at 2,000 partitions the
 # client spent 40 ms of CPU per group, asked 200 at a time 11 ms (bench/README.md, 2026-11-28).
 PARTITIONS_PER_REQUEST = 200
+
 
 def _client(properties: Mapping[str, str], group: str) -> Any:
     return Consumer({**admin_settings(properties), "group.id": group, "enable.auto.commit": "false"})
@@ -51,31 +55,34 @@ class Asked:
         self.requests = [wanted[start:start + PARTITIONS_PER_REQUEST]
                          for start in range(0, len(wanted), PARTITIONS_PER_REQUEST)]
 
-    def committed(self, properties: Mapping[str, str], group: str, what: str,
-                  timeout: float = 15.0) -> dict[Partition, int]:
-        """The group's committed offset of each partition that has one (``what`` names the cluster in errors)."""
+    def answers(self, properties: Mapping[str, str], group: str, what: str, timeout: float = 15.0,
+                patience: float = 20.0) -> list[TopicPartition]:
+        """The broker's answer for each partition asked: its offset (negative: none), commit metadata and
+        error. Asked again for ``patience`` seconds while the group's coordinator settles; ClusterError naming
+        ``what`` when the request fails."""
         if not self.requests:
-            return {}
+            return []
         consumer = _client(properties, group)
         found: list[TopicPartition] = []
         try:
             for request in self.requests:
-                found += _committed(consumer, request, timeout, f"{what}: committed offsets of group {group!r}")
+                found += settled(partial(consumer.committed, request, timeout=timeout),
+                                 f"{what}: committed offsets of group {group!r}", patience)
         finally:
             consumer.close()
+        return found
+
+    def committed(self, properties: Mapping[str, str], group: str, what: str,
+                  timeout: float = 15.0) -> dict[Partition, int]:
+        """The group's committed offset of each partition that has one (``what`` names the cluster in errors)."""
         out = {}
-        for tp in found:
+        for tp in self.answers(properties, group, what, timeout):
             if tp.error is not None and tp.error.name() != "UNKNOWN_TOPIC_OR_PART":
                 raise ClusterError(f"{what}: committed offset of group {group!r} on {tp.topic}-{tp.partition}: "
                                    f"{tp.error.name()}: {tp.error.str()}", retriable=tp.error.retriable())
             if tp.error is None and tp.offset >= 0:
                 out[(tp.topic, tp.partition)] = tp.offset
         return out
-
-
-def _committed(consumer: Any, partitions: list[TopicPartition], timeout: float, what: str) -> list[TopicPartition]:
-    found: list[TopicPartition] = settled(lambda: consumer.committed(partitions, timeout=timeout), what)
-    return found
 
 
 def commit(properties: Mapping[str, str], group: str, offsets: Mapping[Partition, int], what: str) -> None:
