@@ -4,8 +4,23 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterable
 
 LEVEL_ENV = "MIRRORFLOW_LOG_LEVEL"
+# A log line names this many topics or partitions, then counts the rest (all of them at --log-level debug):
+# a worker of 2,000 partitions wrote 2,000 lines on start, and lines of 40 KB at each assignment.
+LISTED_AT_MOST = 20
+
+
+def listed(items: Iterable[str], most: int = LISTED_AT_MOST) -> str:
+    """``items`` for a log line: comma-separated, ``-`` for none; past ``most`` of them the first ``most`` and
+    how many more (``a,b,...,t,... (+1,980 more)``), unless debug logging is on."""
+    names = list(items)
+    if not names:
+        return "-"
+    if len(names) <= most or logging.getLogger().isEnabledFor(logging.DEBUG):
+        return ",".join(names)
+    return f"{','.join(names[:most])},... (+{len(names) - most:,} more)"
 
 
 class _KeyValueFormatter(logging.Formatter):

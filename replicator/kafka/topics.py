@@ -16,6 +16,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic, OffsetSpec
 
 from replicator.errors import ClusterError
+from replicator.logs import listed
 
 log = logging.getLogger(__name__)
 
@@ -116,18 +117,22 @@ def ensure_target_topics(
     return sorted(changed)
 
 
+DONE = {"create": "created", "add partitions to": "grown"}
+
+
 def _settle(futures: Mapping[str, object], verb: str) -> list[str]:
     done, problems = [], []
     for name, future in futures.items():
         try:
             future.result(timeout=20)  # type: ignore[attr-defined]
             done.append(name)
-            log.info("target topic %s topic=%s", verb, name)
         except KafkaException as exc:
             error = exc.args[0]
             if error.name() in ("TOPIC_ALREADY_EXISTS", "INVALID_PARTITIONS"):
                 continue  # another worker got there first
             problems.append(f"cannot {verb} target topic {name}: {error.str()}")
+    if done:
+        log.info("target topics %s count=%d topics=%s", DONE[verb], len(done), listed(done))
     if problems:
         raise ClusterError("; ".join(problems))
     return done

@@ -21,6 +21,7 @@ from replicator.domain.commit_metadata import encode_note
 from replicator.domain.offset_sync import encode_sync
 from replicator.errors import ClusterError
 from replicator.kafka.clients import close_within
+from replicator.logs import listed
 from replicator.worker import metrics
 from replicator.worker.assignment import PLACEHOLDER, fetch_from
 from replicator.worker.callbacks import shielded
@@ -217,7 +218,7 @@ class GroupMember(ABC):
                                            keep_state=set(self.stuck_watch.stuck()))
             metrics.ASSIGNED.labels(self.route.name).set(len(self.inflight.ledgers))
             log.info("placed route=%s partitions=%s", self.route.name,
-                     ",".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in started))
+                     listed(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in started))
 
     def _hold_resets(self, placed: list[TopicPartition]) -> list[TopicPartition]:
         """Those of ``placed`` to start now. One whose committed position is past its log's end (the topic was
@@ -330,7 +331,7 @@ class GroupMember(ABC):
         metrics.owned(self.route.name, self.label, keys)
         self._retry_at = 0.0
         log.info("assigned route=%s partitions=%s", self.route.name,
-                 ",".join(f"{tp.topic}[{tp.partition}]" for tp in partitions))
+                 listed(f"{tp.topic}[{tp.partition}]" for tp in partitions))
 
     @shielded("revocation")
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -347,7 +348,7 @@ class GroupMember(ABC):
         self._forget(keys)
         consumer.incremental_unassign(partitions)
         log.info("revoked route=%s partitions=%s", self.route.name,
-                 ",".join(f"{tp.topic}[{tp.partition}]" for tp in partitions))
+                 listed(f"{tp.topic}[{tp.partition}]" for tp in partitions))
 
     @shielded("lost partitions")
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:

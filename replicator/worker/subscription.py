@@ -27,6 +27,7 @@ from replicator.kafka.topics import (
     source_partitions,
     watermarks,
 )
+from replicator.logs import listed
 from replicator.state.route_link import StateLink
 from replicator.worker import metrics
 
@@ -185,7 +186,7 @@ class Subscription:
         new = sorted(set(look.partitions) - set(self.partitions))
         self.partitions = dict(look.partitions)
         log.info("subscription route=%s topics=%d added=%s removed=%s", self.route.name,
-                 len(self.partitions), ",".join(new) or "-", ",".join(gone) or "-")
+                 len(self.partitions), listed(new), listed(gone))
         return look.names
 
     def _look_at_topics(self, known: dict[str, int], ensure: bool, seen: frozenset[str] = frozenset()) -> Look:

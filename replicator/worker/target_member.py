@@ -24,6 +24,7 @@ from replicator.domain.commit_metadata import decode_note, encode_note
 from replicator.domain.naming import positions_group_id
 from replicator.domain.positions import SourcePosition, decode_positions, resume_position
 from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, membership_settings
+from replicator.logs import listed
 from replicator.worker.callbacks import shielded
 from replicator.worker.records import TP
 from replicator.worker.route_worker import RouteWorker, WorkerTimeouts
@@ -147,8 +148,7 @@ class TargetMember(RouteWorker):
                 self._sources[target] = sources
                 self.unplaced.update(new)
                 self._retry_at = 0.0
-                log.info("assigned route=%s partitions=%s", self.route.name,
-                         ",".join(f"{t}[{p}]" for t, p in new))
+                log.info("assigned route=%s partitions=%s", self.route.name, listed(f"{t}[{p}]" for t, p in new))
 
     def _sources_of(self, targets: list[TopicPartition]) -> dict[TP, list[TP]]:
         """The source partitions each target partition copies (several for a merged topic; none for a target
@@ -174,7 +174,7 @@ class TargetMember(RouteWorker):
         self.unplaced.update(keys)
         self._retry_at = 0.0
         log.info("assigned route=%s partitions=%s", self.route.name,
-                 ",".join(f"{t}[{p}]" for t, p in sorted(keys)) or "-")
+                 listed(f"{t}[{p}]" for t, p in sorted(keys)))
 
     @shielded("revocation")
     def _on_target_revoke(self, member: Consumer, partitions: list[TopicPartition]) -> None:
@@ -186,7 +186,7 @@ class TargetMember(RouteWorker):
         self._unassign_sources(keys)
         member.incremental_unassign(partitions)
         log.info("revoked route=%s partitions=%s", self.route.name,
-                 ",".join(f"{t}[{p}]" for t, p in sorted(keys)) or "-")
+                 listed(f"{t}[{p}]" for t, p in sorted(keys)))
 
     @shielded("lost partitions")
     def _on_target_lost(self, member: Consumer, partitions: list[TopicPartition]) -> None:
