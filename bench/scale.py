@@ -8,8 +8,8 @@ Run from the repository root::
 
 On two fresh single-node KRaft clusters: the source topics are created in batches, every
 partition gets one record, then a producer thread writes a small steady load (200
-records/s over all partitions) until the end. Then, one peer after the other, each
-copying every topic of the shape (one regex):
+records/s over all partitions) until the end. Then, one peer after the other (in ``--peers``'
+order: the first meets colder brokers), each copying every topic of the shape (one regex):
 
 1. start-up: launch -> every source partition has a record on the target;
 2. idle cost under the steady load: CPU % of one core and RSS of the peer process;
@@ -318,11 +318,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quiet-seconds", type=float,
                         help="then a window with the load paused (default 15; --quick 5; 0: none)")
     parser.add_argument("--startup-timeout", type=float, default=600, help="seconds a peer may take to start up")
-    parser.add_argument("--peers", default="mirrorflow,mm2", help="which peers to run, comma-separated")
+    parser.add_argument("--peers", default="mirrorflow,mm2",
+                        help="which peers to run, comma-separated, in this order (the first meets colder brokers)")
     parser.add_argument("--py-spy", action="store_true",
                         help="sample MirrorFlow with py-spy from launch to the end of the loaded window and print "
                              "where its copy loop spent the time (adds load to the machine)")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.peers.split(",")) - {"mirrorflow", "mm2"})
+    if unknown:
+        parser.error(f"--peers: unknown peer(s) {', '.join(unknown)} (mirrorflow, mm2)")
     args.topics = args.topics or (100 if args.quick else 500)
     args.partitions = args.partitions or 4
     args.groups = (100 if args.quick else 1000) if args.groups is None else args.groups
@@ -348,13 +352,11 @@ def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
     load.start()
     progress(f"steady load: {args.rate} rec/s over {shape.topics * shape.partitions:,} partitions")
     peers = args.peers.split(",")
-    if "mirrorflow" in peers:
-        report["mirrorflow"] = run_mirrorflow(env, shape, args, load)
-    if "mm2" in peers:
-        report["mm2"] = run_mm2(env, shape, args, load)
-        if args.groups:
-            groups = ((report.get("mirrorflow") or {}).get("control") or {}).get("groups") or {}
-            report["mm2"]["checkpoints"] = mm2_checkpoints(env, shape, args, groups)
+    for peer in peers:  # in the order given: the first meets the least warmed-up brokers
+        report[peer] = (run_mirrorflow if peer == "mirrorflow" else run_mm2)(env, shape, args, load)
+    if "mm2" in peers and args.groups:
+        groups = ((report.get("mirrorflow") or {}).get("control") or {}).get("groups") or {}
+        report["mm2"]["checkpoints"] = mm2_checkpoints(env, shape, args, groups)
     load.stop()
     report["load"] = {"sent": load.sent, "failed": load.failed}
 
