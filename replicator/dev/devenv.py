@@ -18,7 +18,6 @@ from pathlib import Path
 import yaml
 
 from replicator.dev.localcluster import ClusterStatus, LocalCluster, LocalClusterSpec, TlsListener
-from replicator.dev.tls import LocalCA, issued_files
 from replicator.errors import UsageError
 
 DEFAULT_HOME = Path(".mirrorflow")
@@ -86,6 +85,10 @@ def dev_clusters(home: Path, ports: Mapping[str, int] = DEV_PORTS, prepare: bool
     if not is_secure(home):
         return [LocalCluster(LocalClusterSpec(name=name, home=home / "dev" / name, port=port,
                                               controller_port=port + 1)) for name, port in ports.items()]
+    # Imported here: every command imports this module (its folder and ports), only a secured dev environment
+    # needs cryptography (60 ms of each command's start).
+    from replicator.dev.tls import LocalCA, issued_files
+
     folder = home / "dev" / "tls"
     if prepare:
         ca = LocalCA(folder)

@@ -15,6 +15,7 @@ from replicator.domain.route_topic import AddedBy, DesiredState, TopicStatus
 from replicator.state import repository
 from replicator.state.models import Base
 from replicator.state.store import (
+    SCHEMA_HEAD,
     VERSION_TABLE,
     StateStore,
     current_revision,
@@ -36,6 +37,41 @@ def test_migrations_create_exactly_the_models(state_url: str) -> None:
             context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
             assert compare_metadata(context, Base.metadata) == []
         assert current_revision(store.engine) == head_revision() is not None
+
+
+def test_the_schema_head_named_in_the_code_is_the_newest_migration() -> None:
+    """A new migration in sql/migrations must be named in SCHEMA_HEAD too: a database at the old head would
+    otherwise still be migrated (Alembic decides), but every command would pay Alembic's import again."""
+    assert SCHEMA_HEAD == head_revision(), "a migration was added: set replicator.state.store.SCHEMA_HEAD to it"
+
+
+def test_a_database_at_head_is_opened_without_importing_alembic(tmp_path: Path) -> None:
+    """Opening a migrated database (every command's first store) reads its version with SQLAlchemy alone; one
+    behind the newest migration is migrated, by Alembic, as before."""
+    import subprocess
+    import sys
+
+    from alembic import command
+
+    from replicator.state.store import alembic_config, make_engine
+
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    engine = make_engine(url)
+    with engine.begin() as connection:  # the schema of the migration before the newest
+        command.upgrade(alembic_config(connection), f"{int(SCHEMA_HEAD) - 1:04d}")
+    engine.dispose()
+    probe = ("import sys\nfrom replicator.state.store import StateStore, current_revision\n"
+             f"StateStore({url!r}).close()\nprint('alembic' in sys.modules)\n")
+
+    def opened() -> str:
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert opened() == "True"  # one migration behind: Alembic migrates it
+    with StateStore(url) as store:
+        assert current_revision(store.engine) == SCHEMA_HEAD
+    assert opened() == "False"  # at head: Alembic is not even imported
 
 
 def test_upgrade_twice_is_harmless(state_url: str) -> None:
