@@ -90,6 +90,16 @@ class StuckWatch:
         remedy = Remedy.REJOIN if last is not None and now - last < ESCALATE_WITHIN * self.after else Remedy.RESEEK
         return Stuck(key, position, end, now - seen.since, remedy)
 
+    def known_position(self, key: Partition, end: int | None) -> int | None:
+        """The position seen last, when it is at or past ``end`` and the partition is not stuck: nothing to
+        fetch then, so the caller may observe with it instead of asking the consumer (librdkafka finds each
+        partition of a ``position()`` by a walk of its topics: 2,000 of them took 43 ms of the loop on a quiet
+        machine). A partition with records past it is always asked."""
+        seen = self._seen.get(key)
+        if seen is None or seen.position is None or end is None or seen.position < end or key in self._reported:
+            return None
+        return seen.position
+
     def stuck(self) -> list[Partition]:
         """The partitions found stuck and not seen fetching since."""
         return sorted(self._reported)

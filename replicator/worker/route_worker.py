@@ -158,6 +158,9 @@ class RouteWorker(Watches):
         self._recreations_seen = 0
         self._target_checked_at = 0.0
         self._lag_at = 0.0
+        self._lag_pending: list[TP] = []
+        self._lag_counts: dict[PartitionState, int] = {}
+        self._ends: dict[TP, int] = {}
         self.id_held_since: float | None = None
         self._producer: Producer | None = None
         self.producer_watch = ProducerWatch(timeouts.stalled)

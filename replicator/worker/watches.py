@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 # renewed. A consumer assigned its partitions can stop getting answers after a broker restart until it is made
 # anew (librdkafka #5153, open; seen here with exactly-once after a clean restart of the source broker).
 PLACING_GIVE_UP_S = 60.0
+LAG_SLICE = 250  # partitions whose lag gauge one loop turn updates (``_publish_lag``)
 
 
 class Watches(GroupMember):
@@ -34,6 +35,9 @@ class Watches(GroupMember):
     outage: OutageWatch
     holding: str | None  # why copying is held until the worker joins the group anew
     _lag_at: float
+    _lag_pending: list[TP]  # the partitions the lag gauges' pass under way has still to see
+    _lag_counts: dict[PartitionState, int]  # that pass's partitions by state so far
+    _ends: dict[TP, int]  # each owned partition's readable end, as the last topic refresh that could read it saw
 
     def _watch_outage(self) -> None:
         """The source out of reach for ``outage_hold`` s: the group may have given this worker's partitions to
@@ -73,13 +77,19 @@ class Watches(GroupMember):
         ``stuck_after`` s though nothing holds them (see domain.stuck): placed again, or given back."""
         # Every owned partition is looked at: one whose end this look could not read (a source away) is watched
         # afresh, or a source back after minutes would find every partition "stuck" since before it went.
+        self._ends.update(ends)  # the lag gauges' ends (kept while the source does not answer)
         if self._watch_placing(ends):
             return
-        owned = [TopicPartition(*key) for key in sorted(self.inflight.ledgers)]
+        owned = sorted(self.inflight.ledgers)
         if not owned or self._consumer is None:
             return
+        known = {key: position for key in owned
+                 if (position := self.stuck_watch.known_position(key, ends.get(key))) is not None}
+        asked = [TopicPartition(*key) for key in owned if key not in known]
+        positions = [*(TopicPartition(t, p, offset) for (t, p), offset in known.items()),
+                     *(self.consumer.position(asked) if asked else [])]
         now, reseek, rejoin = time.monotonic(), set(), []
-        for tp in self.consumer.position(owned):
+        for tp in positions:
             key = (tp.topic, tp.partition)
             may_fetch = not (self.paused or self.failure or self.holding or key in self.unplaced or key in self.resets
                              or tp.topic in self.paused_topics)
@@ -127,27 +137,39 @@ class Watches(GroupMember):
         self._renew_clients(f"placing partitions has failed for {now - since:.0f} s while the source answers")
         return True
 
+    def _forget(self, keys: set[TP]) -> None:
+        super()._forget(keys)
+        for key in keys:  # an end read before it went would say too little when it comes back
+            self._ends.pop(key, None)
+
     def _publish_lag(self) -> None:
-        """Every few seconds, each owned partition's lag: the log end the consumer last saw (no request)
-        minus where the route resumes. Not from librdkafka's statistics: their JSON, parsed on the loop,
-        took a quarter of a second at 2,000 partitions."""
-        now = time.monotonic()
-        if now < self._lag_at:
-            return
-        self._lag_at = now + self.timeouts.lag
-        consumer = self.consumer
+        """Every few seconds, each owned partition's lag: its readable end, as the last topic refresh read it
+        from the source (one ListOffsets, off the loop), minus where the route resumes.
+
+        Not librdkafka's cached watermarks: a stuck partition's stay put while its lag grows, and each is found
+        by a walk of librdkafka's topics under a lock its other threads hold for long at thousands of topics
+        (one call took 0.4 s; 2,000 of them held the loop up to 0.7 s, bench/scale.py). Not its statistics
+        either: their JSON, parsed on the loop, took a quarter of a second at 2,000 partitions. LAG_SLICE
+        partitions a turn; the states' counts are published once every partition was seen."""
+        if not self._lag_pending:
+            now = time.monotonic()
+            if now < self._lag_at:
+                return
+            self._lag_at = now + self.timeouts.lag
+            self._lag_pending = sorted(self.inflight.ledgers, reverse=True)  # popped from the end: in order
+            self._lag_counts = dict.fromkeys(PartitionState, 0)
         stuck = set(self.stuck_watch.stuck())
-        counts = dict.fromkeys(PartitionState, 0)
-        for (topic, partition), ledger in self.inflight.ledgers.items():
-            position = ledger.resume_from()
-            try:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), cached=True)
-            except KafkaException:
-                high = -1
-            lag = max(0, high - position) if position is not None and high >= 0 else None
+        for _ in range(min(LAG_SLICE, len(self._lag_pending))):
+            topic, partition = key = self._lag_pending.pop()
+            ledger = self.inflight.ledgers.get(key)
+            if ledger is None:
+                continue  # revoked since the pass began
+            position, end = ledger.resume_from(), self._ends.get(key)
+            lag = max(0, end - position) if position is not None and end is not None else None
             if lag is not None:
                 metrics.LAG.labels(self.route.name, topic, str(partition)).set(lag)
-            recorded = (PartitionState.STUCK, "") if (topic, partition) in stuck else None
-            counts[state_of(Facts(lag, position, None, recorded, topic in self.paused_topics))[0]] += 1
-        for state, count in counts.items():  # the states a worker can know of itself (status adds the others)
-            metrics.STATES.labels(self.route.name, state.value).set(count)
+            recorded = (PartitionState.STUCK, "") if key in stuck else None
+            self._lag_counts[state_of(Facts(lag, position, None, recorded, topic in self.paused_topics))[0]] += 1
+        if not self._lag_pending:
+            for state, count in self._lag_counts.items():  # the states a worker can know of itself (status adds
+                metrics.STATES.labels(self.route.name, state.value).set(count)  # the others)

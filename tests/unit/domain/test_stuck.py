@@ -42,3 +42,18 @@ def test_stuck_again_soon_after_a_reseek_gives_the_partition_back_then_starts_ov
     watch.observe(KEY, 5, 9, True, 500)
     third = watch.observe(KEY, 5, 9, True, 510)
     assert isinstance(third, Stuck) and third.remedy == Remedy.RESEEK  # long after: the first remedy again
+
+
+def test_a_caught_up_partition_needs_no_new_position_and_one_with_records_past_it_always_does() -> None:
+    """The loop asks librdkafka only for the positions that can matter (each costs a walk of its topics)."""
+    watch = StuckWatch(after=10)
+    assert watch.known_position(KEY, 50) is None  # never seen: asked
+    watch.observe(KEY, 50, 50, True, 0)
+    assert watch.known_position(KEY, 50) == 50  # caught up: the last position says it all
+    assert watch.known_position(KEY, None) is None  # the end unknown: asked
+    assert watch.known_position(KEY, 60) is None  # records past it: asked
+    for now in (5, 10):  # observed with the known position while caught up: never stuck
+        assert watch.observe(KEY, 50, 50, True, now) is None
+    watch.observe(KEY, 50, 60, True, 11)
+    assert isinstance(watch.observe(KEY, 50, 60, True, 21), Stuck)
+    assert watch.known_position(KEY, 50) is None  # reported stuck: always asked, so its recovery is seen
