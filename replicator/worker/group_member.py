@@ -171,6 +171,17 @@ class GroupMember(ABC):
             log.warning("%s did not close in %.0f s: left behind, a new one takes over route=%s", what, wait,
                         self.route.name)
 
+    def _close_to_stop(self, client: Consumer, what: str) -> None:
+        """Close a client as the worker stops, given ``handover + close`` s: one that stopped getting answers can
+        block in its close for good (its leave, or its last commit, waiting for a coordinator), and a stop must
+        end. The worker then stops without it: the group gives its partitions to others once its session
+        times out, and they copy from the last commit (duplicates, no loss)."""
+        wait = self.timeouts.handover + self.timeouts.close
+        if not close_within(client.close, wait):
+            self._abandoned.add(id(client))  # what it still calls back changes nothing of the stop
+            log.warning("%s did not close in %.0f s: stopping without it; its partitions go to others once its "
+                        "session times out route=%s", what, wait, self.route.name)
+
     def _left_behind(self, client: Consumer) -> bool:
         """True for a client left behind by ``_close_client``: what it still calls back is not this worker's."""
         return id(client) in self._abandoned

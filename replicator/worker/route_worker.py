@@ -585,10 +585,7 @@ class RouteWorker(Watches):
                                 "owner copies them again route=%s records=%d", self.route.name, left)
                 self._commit_now()
         finally:
-            try:
-                self._consumer.close()
-            except (KafkaException, RuntimeError) as exc:
-                log.warning("consumer close failed route=%s error=%s", self.route.name, exc)
+            self._close_to_stop(self._consumer, "the source consumer")
             if self.dead_letters is not None:
                 self.dead_letters.close()
             self._last_reports()

@@ -675,6 +675,28 @@ def test_a_consumer_renewed_for_a_topic_created_again_whose_close_never_returns_
     wedged.set()
 
 
+def test_a_worker_whose_consumer_never_closes_still_stops_and_says_why(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """A stop must end: the source consumer's close (its leave, its last commit waiting for a coordinator) could
+    block for good, and a worker asked to stop (SIGTERM) hung until it was killed. Its close is bounded now;
+    what was acknowledged is committed before, so its partitions' next owner loses nothing."""
+    caplog.set_level(logging.WARNING, logger="replicator.worker")
+    produce(kafka["source"], 20)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    wait_until(lambda: committed(kafka) == {p: 20 for p in range(PARTITIONS)}, what="the commit", alive=(worker,))
+    wedged = threading.Event()
+    worker.worker.consumer.close_blocks = wedged  # type: ignore[attr-defined]
+    began = time.monotonic()
+    try:
+        assert worker.finish(timeout=FAST.handover + FAST.close + 10) is None
+        assert time.monotonic() - began < FAST.handover + FAST.close + 10
+        assert "the source consumer did not close in 2 s: stopping without it" in caplog.text
+    finally:
+        wedged.set()
+    assert_nothing_lost(kafka)
+
+
 def owned_by(label: str) -> set[int]:
     """The partitions a worker's metrics say it owns."""
     return {int(s.labels["partition"]) for metric in REGISTRY.collect() if metric.name == "mirrorflow_partition_owned"
