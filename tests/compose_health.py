@@ -32,11 +32,10 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|m|s|ms|us)")
 
 def worker_stop_seconds() -> float:
     """The longest a ``mirrorflow run`` takes from SIGTERM to exit, by the worker's own timeouts: the wait for the
-    target to acknowledge what is in flight, an exactly-once route's last commit, then the close of its consumers
-    (each bounded to ``handover + close``; an exactly-once worker closes two: its positions group's member, then
-    the source consumer)."""
+    target to acknowledge what is in flight, an exactly-once route's last commit, then the source consumer's close
+    (bounded to ``handover + close``)."""
     timeouts = WorkerTimeouts()
-    return timeouts.shutdown + COMMIT_GIVE_UP_S + 2 * (timeouts.handover + timeouts.close)
+    return timeouts.shutdown + COMMIT_GIVE_UP_S + timeouts.handover + timeouts.close
 
 
 def seconds(duration: str | int | float) -> float:

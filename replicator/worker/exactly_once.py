@@ -535,7 +535,10 @@ class ExactlyOnceWorker(TargetMember):
         self._stopping = True
         try:
             if self._member is not None and self._consumer is not None:
-                self._close_to_stop(self._member, "the positions group's member")
+                try:
+                    self._member.close()
+                except (KafkaException, RuntimeError) as exc:
+                    log.warning("member close failed route=%s error=%s", self.route.name, exc)
         finally:
             super()._shutdown()
             metrics.GUARANTEE.labels(self.route.name, "exactly-once").set(0)
