@@ -20,7 +20,7 @@ def _partitions(output: str, event: str) -> list[set[str]]:
     for line in output.splitlines():
         match = re.search(rf"msg='{event} route=\S+ partitions=(\S*)'", line)
         if match:
-            found.append({p.split("@")[0] for p in match.group(1).split(",") if p})
+            found.append({p.split("@")[0] for p in match.group(1).split(",") if p and p != "-"})  # -: none
     return found
 
 
@@ -29,7 +29,7 @@ def _owned(output: str) -> set[str]:
     for line in output.splitlines():
         match = re.search(r"msg='(assigned|revoked) route=\S+ partitions=(\S*)'", line)
         if match:
-            parts = {p.split("@")[0] for p in match.group(2).split(",") if p}
+            parts = {p.split("@")[0] for p in match.group(2).split(",") if p and p != "-"}  # -: none
             owned = owned | parts if match.group(1) == "assigned" else owned - parts
     return owned
 
