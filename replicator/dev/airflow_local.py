@@ -44,7 +44,7 @@ from replicator.dev.airflow_rest import (
     read_passwords,
 )
 from replicator.dev.devenv import dev_config_path
-from replicator.dev.process_tree import is_session_leader, session_members, stop_sessions
+from replicator.dev.process_tree import children_interruptible, is_session_leader, session_members, stop_sessions
 from replicator.errors import UsageError
 from replicator.paths import DAGS_DIR, PLUGINS_DIR, REPO_ROOT
 
@@ -363,6 +363,7 @@ class LocalAirflow:
         out_file = self.spec.log_file(component)
         if out_file.exists() and out_file.stat().st_size > LOG_ROTATE_BYTES:
             out_file.replace(out_file.with_name(out_file.name + ".1"))
+        children_interruptible()  # stop() interrupts them first
         with open(out_file, "ab") as out:
             process = subprocess.Popen(
                 component_command(self.spec, component),

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replicator.dev.process_tree import stop_sessions
+from replicator.dev.process_tree import children_interruptible, stop_sessions
 from replicator.errors import ClusterError
 
 log = logging.getLogger(__name__)
@@ -131,6 +131,7 @@ class LocalSpark:
         environ = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": self.spec.host,
                    "SPARK_LOG_DIR": str(self.spec.home / "logs"), "SPARK_DAEMON_MEMORY": self.spec.daemon_memory,
                    "SPARK_NO_DAEMONIZE": "1"}
+        children_interruptible()  # stop() interrupts them first
         with open(self.spec.home / "logs" / f"{name}.log", "ab") as out:
             self._processes[name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
                                                      stderr=subprocess.STDOUT, env=environ, cwd=self.spec.home,

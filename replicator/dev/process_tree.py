@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -119,6 +120,19 @@ def stop_sessions(
                 _signal(pid, sig)
             left = wait_gone(left, grace)
     return left
+
+
+def children_interruptible() -> None:
+    """Let the processes started from here on stop on SIGINT, the first signal :func:`stop_sessions` sends.
+
+    A shell without job control (``cmd &`` in a script, a CI runner) starts its background commands with
+    SIGINT ignored, and an ignored signal stays ignored through fork and exec: Airflow and Spark's JVMs would
+    sit out the whole SIGINT grace of every stop, then be terminated. A signal this process handles is reset to
+    its default in an exec'd child, so this process handles SIGINT as Python does by default
+    (KeyboardInterrupt). Only the main thread may set a handler; elsewhere nothing changes.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _signal(pid: int, sig: signal.Signals, group: bool = False) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -347,6 +348,28 @@ def test_a_start_that_never_gets_ready_times_out_naming_the_log_and_stops_clean(
         assert airflow.stop() is True
     assert _left_in(airflow.spec.airflow_home) == []
     assert airflow.stop() is False and set(airflow.pids().values()) == {None}
+
+
+def _ignores_sigint(pid: int) -> bool:
+    """Whether the process ignores SIGINT (the SigIgn mask of /proc/<pid>/status)."""
+    line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("SigIgn:"))
+    return bool(int(line.split()[1], 16) >> (signal.SIGINT - 1) & 1)
+
+
+def test_components_started_by_a_process_that_ignores_sigint_still_stop_on_it(tmp_path: Path) -> None:
+    # A shell without job control (`make test &` in a script, a CI runner) starts us with SIGINT ignored; the
+    # components inherited that, and each stop waited out the whole SIGINT grace before SIGTERM.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    bin_dir = _fake_airflow(tmp_path, "sleep 60")
+    airflow = LocalAirflow(AirflowSpec(tmp_path / "home", port=_free_port(), bin_dir=bin_dir))
+    try:
+        airflow.launch()
+        api = airflow.pids()["api-server"]
+        assert api is not None and not _ignores_sigint(api)
+    finally:
+        assert airflow.stop() is True
+        signal.signal(signal.SIGINT, previous)
+    assert _left_in(airflow.spec.airflow_home) == []
 
 
 # A session leader that ignores SIGINT and, after a moment, starts a child in a new process
