@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Collection, Iterable, Sequence
 
-from sqlalchemy import delete, func, select, tuple_
+from sqlalchemy import Row, delete, func, select, tuple_
 from sqlalchemy.orm import Session
 
 from replicator.config import RouteConfig
@@ -104,13 +104,18 @@ def replicating(session: Session, route: str, started: Sequence[str], stopped: S
 def route_topics(session: Session, route: str) -> list[RouteTopic]:
     """The topics of ``route``, sorted by name."""
     route_row = _route_row(session, route)
-    rows = session.scalars(
-        select(RouteTopicRow).where(RouteTopicRow.route_id == route_row.id).order_by(RouteTopicRow.topic)
+    # Columns, not mapped rows, here and in the other reads of a row per topic or partition: building an ORM
+    # object per row cost `mirrorflow status` a tenth of a second at 2,000 partitions (rows: 3-10 times less).
+    rows = session.execute(
+        select(RouteTopicRow.topic, RouteTopicRow.desired_state, RouteTopicRow.status, RouteTopicRow.added_by,
+               RouteTopicRow.status_detail, RouteTopicRow.updated_at)
+        .where(RouteTopicRow.route_id == route_row.id).order_by(RouteTopicRow.topic)
     )
     return [_to_domain(route, row) for row in rows]
 
 
-def _to_domain(route: str, row: RouteTopicRow) -> RouteTopic:
+def _to_domain(route: str, row: RouteTopicRow | Row[str, str, str, str, str | None, dt.datetime]
+               ) -> RouteTopic:
     return RouteTopic(
         route=route,
         topic=row.topic,
@@ -137,8 +142,9 @@ def record_data_loss(session: Session, route: str, topic: str, partition: int, l
 
 def data_losses(session: Session, route: str) -> list[tuple[str, int, int, int]]:
     """(topic, partition, from, to) of every loss recorded for ``route``, oldest first."""
-    rows = session.scalars(select(DataLossRow).where(DataLossRow.route == route).order_by(DataLossRow.id))
-    return [(r.topic, r.partition, r.from_offset, r.to_offset) for r in rows]
+    rows = session.execute(select(DataLossRow.topic, DataLossRow.partition, DataLossRow.from_offset,
+                                  DataLossRow.to_offset).where(DataLossRow.route == route).order_by(DataLossRow.id))
+    return [(topic, partition, start, end) for topic, partition, start, end in rows]
 
 
 def hold_topics(session: Session, route: RouteConfig, topics: Iterable[str]) -> None:
@@ -204,14 +210,17 @@ def forget_owner(session: Session, route: str, worker: str) -> None:
 
 def partition_owners(session: Session, route: str) -> dict[tuple[str, int], tuple[str, dt.datetime]]:
     """(topic, partition) -> (worker, since) of the route's partitions a running worker placed."""
-    rows = session.scalars(select(PartitionOwnerRow).where(PartitionOwnerRow.route == route))
-    return {(r.topic, r.partition): (r.worker, utc(r.since)) for r in rows}
+    rows = session.execute(select(PartitionOwnerRow.topic, PartitionOwnerRow.partition, PartitionOwnerRow.worker,
+                                  PartitionOwnerRow.since).where(PartitionOwnerRow.route == route))
+    return {(topic, partition): (worker, utc(since)) for topic, partition, worker, since in rows}
 
 
 def partition_states(session: Session, route: str) -> dict[tuple[str, int], tuple[str, str | None, dt.datetime]]:
     """(topic, partition) -> (state, detail, since) of the route's partitions a worker found FAULTED or STUCK."""
-    rows = session.scalars(select(PartitionStateRow).where(PartitionStateRow.route == route))
-    return {(r.topic, r.partition): (r.state, r.detail, utc(r.since)) for r in rows}
+    rows = session.execute(select(PartitionStateRow.topic, PartitionStateRow.partition, PartitionStateRow.state,
+                                  PartitionStateRow.detail, PartitionStateRow.since)
+                           .where(PartitionStateRow.route == route))
+    return {(topic, partition): (state, detail, utc(since)) for topic, partition, state, detail, since in rows}
 
 
 def register_discovered(session: Session, route: str, topics: Iterable[str]) -> list[str]:
