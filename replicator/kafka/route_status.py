@@ -63,12 +63,13 @@ def route_status(config: Config, route: RouteConfig, timeout: float = 15.0) -> l
         partitions = [TopicPartition(t, p) for t, n in topics.partitions.items() for p in range(n)]
         if not partitions:
             return []
+        # confluent-kafka leaves OffsetSpec.latest() unannotated.
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        # Asked first: the ends are read by the admin's own thread while the group's offsets are.
+        ends = admin.list_offsets({tp: latest for tp in partitions}, request_timeout=timeout)
         committed = Asked((tp.topic, tp.partition) for tp in partitions).answers(
             config.cluster(route.source).client_properties(), group_id(route),
             f"route {route.name}: source {route.source!r}", timeout, patience=0.0)
-        # confluent-kafka leaves OffsetSpec.latest() unannotated.
-        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-        ends = admin.list_offsets({tp: latest for tp in partitions}, request_timeout=timeout)
         end_of = {(tp.topic, tp.partition): f.result(timeout).offset for tp, f in ends.items()}
     except KafkaException as exc:
         error = exc.args[0]
