@@ -114,3 +114,13 @@ def test_a_bad_worker_id_exits_2_naming_it(tmp_path: Path, capsys: pytest.Captur
                       "routes: [{name: r, source: a, target: a, topics: [t]}]\n")
     assert main(["run", "--config", str(config), "--worker-id", worker_id]) == 2
     assert "--worker-id" in capsys.readouterr().err
+
+
+def test_the_command_tree_imports_no_runbook_database_or_spark() -> None:
+    # Every command (`status` and `--help` included) paid for the backfill runbook's imports (SQLAlchemy,
+    # pendulum, Spark's launcher) until its command imported them at the top: about a second each time.
+    code = ("import sys\nfrom replicator.cli.main import build_parser\nbuild_parser()\n"
+            "print(sorted(m for m in ('sqlalchemy', 'pendulum', 'pyspark', 'alembic', 'airflow', 'replicator.runbooks')"
+            " if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
