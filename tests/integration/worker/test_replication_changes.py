@@ -44,6 +44,13 @@ def test_topics_join_a_running_route_within_ten_seconds(primary, backup, unique_
     status = _mirrorflow("status", "--config", str(config), "--json")
     assert status.returncode == 0, status.stderr
     assert f'"topic": "{by_hand}"' in status.stdout and f'"topic": "{first}"' in status.stdout
+    # status reads the partitions the patterns select beside the state DB: one removed by hand is not shown.
+    removed = _mirrorflow("topics", "remove", "dyn", by_pattern, "--config", str(config))
+    assert removed.returncode == 0, removed.stderr
+    status = _mirrorflow("status", "--config", str(config), "--json")
+    assert status.returncode == 0, status.stderr
+    assert f'"topic": "{by_pattern}"' not in status.stdout, status.stdout
+    assert f'"topic": "{by_hand}"' in status.stdout and f'"topic": "{first}"' in status.stdout
 
 
 def test_a_paused_topic_stops_copying_without_a_rebalance_and_resumes_where_it_stopped(  # type: ignore[no-untyped-def]
