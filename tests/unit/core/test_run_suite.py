@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.run_suite import combined, part_markers
+from tests.run_suite import TEST_JVM_OPTIONS, combined, part_markers, suite_environment
 
 
 @pytest.mark.parametrize(("markers", "chaos", "expected"), [
@@ -30,3 +30,8 @@ def test_part_markers(markers: str, chaos: bool, expected: str) -> None:
 ])
 def test_combined(codes: list[int], expected: int) -> None:
     assert combined(codes) == expected
+
+
+def test_the_tests_jvms_get_c1_only_after_the_callers_own_options() -> None:
+    assert suite_environment({"PATH": "/bin"}) == {"PATH": "/bin", "JAVA_TOOL_OPTIONS": TEST_JVM_OPTIONS}
+    assert suite_environment({"JAVA_TOOL_OPTIONS": "-Xss2m"})["JAVA_TOOL_OPTIONS"] == f"-Xss2m {TEST_JVM_OPTIONS}"
