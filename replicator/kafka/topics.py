@@ -92,7 +92,7 @@ def create_sync_topic(target: AdminClient, name: str) -> None:
     """The route's offset-syncs topic: one partition, so every sync of a source partition
     lands, in order, in one log; compacted. "Already exists" is success (its config is left as it is)."""
     _settle(target.create_topics([NewTopic(name, num_partitions=1, replication_factor=-1,
-                                           config=SYNC_TOPIC_CONFIG)], request_timeout=15), "create")
+                                           config=SYNC_TOPIC_CONFIG)], request_timeout=15), "create", "created")
 
 
 def ensure_target_topics(
@@ -110,17 +110,15 @@ def ensure_target_topics(
         configs = _copied_configs(source, [src for src, _ in missing.values()])
         new = [NewTopic(name, num_partitions=parts, replication_factor=-1, config=configs.get(src, {}))
                for name, (src, parts) in missing.items()]
-        changed += _settle(target.create_topics(new, request_timeout=15), "create")
+        changed += _settle(target.create_topics(new, request_timeout=15), "create", "created")
     if grow:
         growth = [NewPartitions(name, parts) for name, parts in grow.items()]
-        changed += _settle(target.create_partitions(growth, request_timeout=15), "add partitions to")
+        changed += _settle(target.create_partitions(growth, request_timeout=15), "add partitions to", "grown")
     return sorted(changed)
 
 
-DONE = {"create": "created", "add partitions to": "grown"}
-
-
-def _settle(futures: Mapping[str, object], verb: str) -> list[str]:
+def _settle(futures: Mapping[str, object], verb: str, done_verb: str) -> list[str]:
+    """The topics the request changed; "already exists" (another worker got there first) is no problem."""
     done, problems = [], []
     for name, future in futures.items():
         try:
@@ -132,7 +130,7 @@ def _settle(futures: Mapping[str, object], verb: str) -> list[str]:
                 continue  # another worker got there first
             problems.append(f"cannot {verb} target topic {name}: {error.str()}")
     if done:
-        log.info("target topics %s count=%d topics=%s", DONE[verb], len(done), listed(done))
+        log.info("target topics %s count=%d topics=%s", done_verb, len(done), listed(done))
     if problems:
         raise ClusterError("; ".join(problems))
     return done
