@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +14,7 @@ from replicator.domain.commit_metadata import decode_note
 from replicator.domain.naming import group_id
 from replicator.domain.partition_state import Facts, PartitionState, state_of
 from replicator.domain.route_topic import DesiredState
-from replicator.domain.topic_selection import TopicSelection, select_topics
+from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError, ConfigError
 from replicator.kafka.admin import connected_admin
 from replicator.kafka.clients import admin_settings
@@ -24,7 +23,6 @@ from replicator.kafka.groups import SETTLING
 from replicator.kafka.topics import source_partitions
 
 if TYPE_CHECKING:
-    from confluent_kafka.admin import AdminClient
     from sqlalchemy.orm import Session
 
     from replicator.state.transaction_counts import TransactionTotals
@@ -59,54 +57,29 @@ def route_status(config: Config, route: RouteConfig, timeout: float = 15.0) -> l
                            retriable=exc.retriable) from None
     policy = config.policy(route)
     try:
-        counts = source_partitions(admin, timeout)
-        # The state DB's topics added and removed by hand are read (and its modules imported: the larger part of
-        # a `status`) beside the reads of the partitions the config selects; those the DB's answer adds after
-        # that are read then.
-        with ThreadPoolExecutor(1, thread_name_prefix="state") as pool:
-            manual = pool.submit(_manual_topics, config, route)
-            asked = _positions(admin, config, route, select_topics(counts, route.topic_filter, policy, route.target),
-                               timeout)
-            added, removed = manual.result()
-        topics = select_topics(counts, route.topic_filter, policy, route.target, added, removed)
-        later = TopicSelection({t: n for t, n in topics.partitions.items() if t not in asked.topics})
-        found = {**asked.found, **_positions(admin, config, route, later, timeout).found}
+        added, removed = _manual_topics(config, route)
+        topics = select_topics(source_partitions(admin, timeout), route.topic_filter, policy, route.target,
+                               added, removed)
+        partitions = [TopicPartition(t, p) for t, n in topics.partitions.items() for p in range(n)]
+        if not partitions:
+            return []
+        # confluent-kafka leaves OffsetSpec.latest() unannotated.
+        latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        # Asked first: the ends are read by the admin's own thread while the group's offsets are.
+        ends = admin.list_offsets({tp: latest for tp in partitions}, request_timeout=timeout)
+        committed = Asked((tp.topic, tp.partition) for tp in partitions).answers(
+            config.cluster(route.source).client_properties(), group_id(route),
+            f"route {route.name}: source {route.source!r}", timeout, patience=0.0)
+        end_of = {(tp.topic, tp.partition): f.result(timeout).offset for tp, f in ends.items()}
     except KafkaException as exc:
         error = exc.args[0]
         raise ClusterError(f"route {route.name}: source {route.source!r}: {error.str()}",
                            retriable=error.retriable() or error.name() in SETTLING) from None
-    read = [tp for key, (tp, _) in sorted(found.items()) if key[0] in topics.partitions]
     return [
-        PartitionStatus(route.name, tp.topic, tp.partition, found[(tp.topic, tp.partition)][1],
+        PartitionStatus(route.name, tp.topic, tp.partition, end_of[(tp.topic, tp.partition)],
                         tp.offset if tp.offset >= 0 else None, _stored_at(tp.metadata), route.guarantee)
-        for tp in read
+        for tp in sorted(committed, key=lambda t: (t.topic, t.partition))
     ]
-
-
-@dataclass(frozen=True, slots=True)
-class _Positions:
-    """What was read of some topics' partitions."""
-
-    topics: frozenset[str]  # asked
-    found: dict[tuple[str, int], tuple[TopicPartition, int]]  # the group's committed offset (as read) and the end
-
-
-def _positions(admin: AdminClient, config: Config, route: RouteConfig, topics: TopicSelection,
-               timeout: float) -> _Positions:
-    """The group's committed offset and the end of each partition of ``topics``."""
-    partitions = [TopicPartition(t, p) for t, n in topics.partitions.items() for p in range(n)]
-    if not partitions:
-        return _Positions(frozenset(topics.partitions), {})
-    # confluent-kafka leaves OffsetSpec.latest() unannotated.
-    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-    # Asked first: the ends are read by the admin's own thread while the group's offsets are.
-    ends = admin.list_offsets({tp: latest for tp in partitions}, request_timeout=timeout)
-    committed = Asked((tp.topic, tp.partition) for tp in partitions).answers(
-        config.cluster(route.source).client_properties(), group_id(route),
-        f"route {route.name}: source {route.source!r}", timeout, patience=0.0)
-    end_of = {(tp.topic, tp.partition): f.result(timeout).offset for tp, f in ends.items()}
-    return _Positions(frozenset(topics.partitions),
-                      {(tp.topic, tp.partition): (tp, end_of[(tp.topic, tp.partition)]) for tp in committed})
 
 
 def _manual_topics(config: Config, route: RouteConfig) -> tuple[set[str], set[str]]:
