@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from replicator.testing.process import killed_threads_end_silently
 from tests.support import free_port, start_pair
 
 REPO = Path(__file__).resolve().parent.parent
@@ -47,6 +49,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _KAFKA_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.kafka)
+
+
+@pytest.fixture(autouse=True)
+def _killed_fake_processes_threads_end_silently(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fake process's helper thread that meets its SIGKILL (``ProcessKilled``) ends without a word, as a
+    killed process's threads do; pytest reported it as an unhandled thread exception."""
+    monkeypatch.setattr(threading, "excepthook", killed_threads_end_silently(threading.excepthook))
 
 
 @dataclass(frozen=True)

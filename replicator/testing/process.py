@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 
 
 class FakeProcess:
@@ -29,3 +31,17 @@ class FakeProcess:
 class ProcessKilled(BaseException):
     """Raised into the thread of a killed fake process (a BaseException: nothing may catch it
     on the way, as nothing runs in a process after SIGKILL)."""
+
+
+def killed_threads_end_silently(
+        hook: Callable[[threading.ExceptHookArgs], object]) -> Callable[[threading.ExceptHookArgs], object]:
+    """A ``threading.excepthook`` under which a thread that meets ``ProcessKilled`` ends as a SIGKILL ends it,
+    without a word (a killed process's helper threads, such as a bounded close's); any other exception goes on to
+    ``hook``."""
+
+    def quiet(args: threading.ExceptHookArgs) -> object:
+        if args.exc_type is not None and issubclass(args.exc_type, ProcessKilled):
+            return None
+        return hook(args)
+
+    return quiet

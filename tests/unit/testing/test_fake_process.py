@@ -39,3 +39,18 @@ def test_a_consume_under_way_when_its_process_freezes_fetches_nothing_written_af
     assert consumer.consume(10, 0) == []  # frozen where it stood: the record written since is not its own yet
     process.frozen = False  # thawed
     assert [m.value() for m in consumer.consume(10, 0)] == [b"written after the freeze"]
+
+
+def test_a_killed_process_thread_ends_without_a_word_and_other_errors_still_reach_the_hook() -> None:
+    import threading
+
+    from replicator.testing.process import ProcessKilled, killed_threads_end_silently
+
+    seen: list[type[BaseException] | None] = []
+    hook = killed_threads_end_silently(lambda args: seen.append(args.exc_type))
+    for error in (ProcessKilled("killed"), ValueError("a bug")):
+        try:
+            raise error
+        except BaseException as exc:  # noqa: BLE001 - handed to the hook as threading would
+            hook(threading.ExceptHookArgs((type(exc), exc, exc.__traceback__, None)))
+    assert seen == [ValueError]
