@@ -25,9 +25,6 @@ WORKER_ID_ENV = "MIRRORFLOW_WORKER_ID"
 _WORKER_ID = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 
 
-LOOP_SWITCH_INTERVAL_S = 0.0005
-
-
 def worker_id_of(args: argparse.Namespace) -> str | None:
     """The ``--worker-id`` (static group membership), checked; None when not given."""
     from replicator.errors import UsageError
@@ -42,6 +39,7 @@ def worker_id_of(args: argparse.Namespace) -> str | None:
 def run_routes(args: argparse.Namespace) -> int:
     """Start a worker thread per route; a stop signal drains and commits every one of them."""
     from replicator.worker import metrics
+    from replicator.worker.interpreter import freeze_startup_heap, share_the_gil_finely
 
     config = config_of(args)
     worker_id = worker_id_of(args)
@@ -50,10 +48,7 @@ def run_routes(args: argparse.Namespace) -> int:
         from replicator.errors import ConfigError
 
         raise ConfigError("the config has no routes to run")
-    # The copy loops share the GIL with their topic refresh threads (the metadata of thousands of topics,
-    # in Python): at the default 5 ms switch interval each of the loop's many GIL re-acquisitions per
-    # turn could wait a whole interval, holding a turn 50-250 ms while a refresh ran (bench/scale.py).
-    sys.setswitchinterval(LOOP_SWITCH_INTERVAL_S)
+    share_the_gil_finely()
     stop = threading.Event()
     store = _start(config, routes, stop)
     if store is None:
@@ -71,8 +66,9 @@ def run_routes(args: argparse.Namespace) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    threads = [threading.Thread(target=work, args=(worker_for(r)(config, r, store, worker_id=worker_id),),
-                                name=f"route-{r.name}") for r in routes]
+    workers = [worker_for(r)(config, r, store, worker_id=worker_id) for r in routes]
+    freeze_startup_heap()  # after the last of start-up's imports and objects, before any copy
+    threads = [threading.Thread(target=work, args=(worker,), name=f"route-{worker.route.name}") for worker in workers]
     for thread in threads:
         thread.start()
     while any(t.is_alive() for t in threads):
