@@ -228,6 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-freeze", action="store_true",
                         help="leave start-up's heap to the cycle collector (as the worker did before)")
     args = parser.parse_args(argv)
+    given = {"topics": args.topics, "partitions": args.partitions, "looks": args.looks}
+    wrong = [f"--{name}" for name, value in given.items() if value is not None and value < 1]
+    if wrong:
+        parser.error(f"{', '.join(wrong)} must be at least 1")
     topics = args.topics or (200 if args.quick else 2000)
     partitions = args.partitions or (4 if args.quick else 1)
     looks = args.looks or (10 if args.quick else 20)
