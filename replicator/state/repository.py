@@ -114,6 +114,21 @@ def route_topics(session: Session, route: str) -> list[RouteTopic]:
     return [_to_domain(route, row) for row in rows]
 
 
+def operator_topics(session: Session, route: str) -> list[RouteTopic]:
+    """The topics of ``route`` an operator acted on (added with ``mirrorflow topics``, or paused, removed or
+    failed over), sorted by name: what a worker's every look asks, without the thousands it found itself."""
+    route_row = _route_row(session, route)
+    rows = session.execute(
+        select(RouteTopicRow.topic, RouteTopicRow.desired_state, RouteTopicRow.status, RouteTopicRow.added_by,
+               RouteTopicRow.status_detail, RouteTopicRow.updated_at)
+        .where(RouteTopicRow.route_id == route_row.id)
+        .where((RouteTopicRow.added_by == AddedBy.CLI.value)
+               | (RouteTopicRow.desired_state != DesiredState.REPLICATE.value))
+        .order_by(RouteTopicRow.topic)
+    )
+    return [_to_domain(route, row) for row in rows]
+
+
 def _to_domain(route: str, row: RouteTopicRow | Row[str, str, str, str, str | None, dt.datetime]
                ) -> RouteTopic:
     return RouteTopic(

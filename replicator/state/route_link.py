@@ -65,7 +65,7 @@ class StateLink:
         """
         def work(session: Session) -> list[RouteTopic]:
             try:
-                return repository.route_topics(session, self.route.name)
+                return repository.operator_topics(session, self.route.name)
             except ConfigError:
                 return []  # a route no worker has registered yet: nothing was added or removed by hand
 

@@ -100,6 +100,34 @@ def test_routes_and_topics_upsert(state_url: str) -> None:
         assert topics[1].status_detail == "3 partitions"
 
 
+def test_a_look_reads_only_the_topics_an_operator_acted_on(state_url: str) -> None:
+    """A worker asks every look (every 5 s) for the hand-made topics and pauses: not for the thousands it found."""
+    with StateStore(state_url) as store:
+        with store.session() as session:
+            repository.register_routes(session, CONFIG.routes)
+            for i in range(50):
+                repository.set_topic(session, "a-to-b", f"found{i:02d}", DesiredState.REPLICATE, AddedBy.DISCOVERY)
+            repository.set_topic(session, "a-to-b", "orders", DesiredState.REPLICATE, AddedBy.CONFIG)
+            repository.set_topic(session, "a-to-b", "found07", DesiredState.PAUSED, AddedBy.CLI)
+            repository.set_topic(session, "a-to-b", "found08", DesiredState.REMOVED, AddedBy.CLI)
+            repository.set_topic(session, "a-to-b", "found09", DesiredState.FAILED_OVER, AddedBy.CLI)
+            repository.set_topic(session, "a-to-b", "audit", DesiredState.REPLICATE, AddedBy.CLI)
+        with store.session() as session:
+            acted_on = repository.operator_topics(session, "a-to-b")
+            assert len(repository.route_topics(session, "a-to-b")) == 52
+        assert [(t.topic, t.desired_state, t.added_by) for t in acted_on] == [
+            ("audit", DesiredState.REPLICATE, AddedBy.CLI),
+            ("found07", DesiredState.PAUSED, AddedBy.DISCOVERY),
+            ("found08", DesiredState.REMOVED, AddedBy.DISCOVERY),
+            ("found09", DesiredState.FAILED_OVER, AddedBy.DISCOVERY),
+        ]
+        from replicator.state.route_link import StateLink
+
+        link = StateLink(CONFIG.route("a-to-b"), store)
+        assert link.manual_topics() == ({"audit"}, {"found08"})
+        assert link.paused == {"found07", "found09"}
+
+
 def test_unknown_route_is_a_clear_error(state_url: str) -> None:
     from replicator.errors import ConfigError
 
