@@ -60,10 +60,13 @@ class SteadyLoad:
     def seed(self) -> None:
         """One record per partition, acknowledged, before any peer starts: start-up never waits for the load."""
         producer = self._producer()
-        for tp in self.shape.partitions_of():
-            self._send(producer, tp)
-        if producer.flush(60) != 0:
-            raise StepFailed("seeding the source partitions: records not acknowledged in 60 s")
+        try:
+            for tp in self.shape.partitions_of():
+                self._send(producer, tp)
+            if producer.flush(60) != 0:
+                raise StepFailed("seeding the source partitions: records not acknowledged in 60 s")
+        finally:
+            producer.close()  # not left to the collector: it would log its reconnects once the clusters stop
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="steady-load", daemon=True)
