@@ -1,15 +1,18 @@
 """The whole suite in two parts (``make test``): everything but the short fault runs, in processes side by side;
-then the short fault runs alone.
+then the short fault runs, side by side with each other and nothing else.
 
     python tests/run_suite.py [--processes N] [--markers EXPR] [-- PYTEST_ARGS...]
 
 Part one runs in ``--processes`` pytest processes (pytest-xdist, one test module per process at a
 time, so a module's clusters and Spark session stay in one process): most tests wait on brokers,
-Spark or Airflow rather than compute, so two processes on two cores take about two thirds of the
-time. Part two, the fault harness's short form (marker ``chaos``), runs alone: it judges how soon
-records flow again after each fault, and on a machine loaded by other tests that judgement would be
-about the machine. ``--markers`` narrows both parts (``"not kafka and not spark and not airflow"``: the
-pure part). Exit code: the first part's failure, else the second's; 5 only when neither collected a test.
+Spark or Airflow rather than compute. Measured on 2 cores (2026-11-29): two processes kept the CPUs
+66 % busy, so a third one fills the waits. Part two, the fault harness's short form (marker
+``chaos``), runs after it, its two runs in a process each (``--dist load``) when ``--processes`` > 1:
+they judge how soon records flow again after each fault, and a machine loaded by part one's tests
+would make that judgement about the machine; two fault runs side by side took 226 s instead of
+300-318 s one after the other, well within the harness's bounds. ``--markers`` narrows both parts
+(``"not kafka and not spark and not airflow"``: the pure part). Exit code: the first part's failure,
+else the second's; 5 only when neither collected a test.
 """
 
 from __future__ import annotations
@@ -30,8 +33,13 @@ def part_markers(markers: str, chaos: bool) -> str:
 # The JVMs the tests start (brokers, Spark's daemons, drivers and executors) live seconds to minutes; with the C1
 # compiler alone they start on about 60 % of the CPU (a broker pair: ready in 6-7 s on 7-9 s of CPU instead of
 # 10-11 s on 12-13 s; a small local Spark job: 13.4 s instead of 17.2 s), and the 2 cores are what the suite
-# waits for. C2's faster code never pays back in a test. Each JVM says "Picked up JAVA_TOOL_OPTIONS" once.
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+# waits for. C2's faster code never pays back in a test. The jars they load are the project's own (fetched from
+# Maven Central, or PySpark's wheel), so the suite's JVMs skip verifying their bytecode at each start (a saving for
+# tests only: nothing outside the suite gets these options), and the serial collector spares a short JVM G1's
+# concurrent threads (the brokers ask for G1 on their own command line, which wins): a local Spark session and a
+# small job took 22.4-24.8 s of CPU instead of 28.3-29.1 s. Each JVM says "Picked up JAVA_TOOL_OPTIONS" once.
+TEST_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote"
+                    " -XX:+UseSerialGC")
 
 
 def suite_environment(environ: dict[str, str]) -> dict[str, str]:
@@ -50,15 +58,17 @@ def combined(codes: list[int]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--processes", type=int, default=2, help="pytest processes for part one (default 2)")
+    parser.add_argument("--processes", type=int, default=3, help="pytest processes for part one (default 3)")
     parser.add_argument("--markers", default="", help="a pytest -m expression narrowing both parts")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="more pytest arguments, after --")
     args = parser.parse_args(argv)
     extra = [a for a in args.pytest_args if a != "--"]
     parallel = ["-n", str(args.processes), "--dist", "loadfile"] if args.processes > 1 else []
+    paired = ["-n", "2", "--dist", "load"] if args.processes > 1 else []  # the fault runs are tests of one module
     parts = [("part 1/2: all but the short fault runs" + (f", {args.processes} processes" if parallel else ""),
               [*parallel, "-m", part_markers(args.markers, chaos=False)]),
-             ("part 2/2: the short fault runs, alone", ["-m", part_markers(args.markers, chaos=True)])]
+             ("part 2/2: the short fault runs" + (", side by side" if paired else ""),
+              [*paired, "-m", part_markers(args.markers, chaos=True)])]
     codes = []
     for title, options in parts:
         print(f"== {title}", flush=True)
