@@ -35,17 +35,22 @@ def part_markers(markers: str, chaos: bool) -> str:
 # 10-11 s on 12-13 s; a small local Spark job: 13.4 s instead of 17.2 s), and the 2 cores are what the suite
 # waits for. C2's faster code never pays back in a test. The jars they load are the project's own (fetched from
 # Maven Central, or PySpark's wheel), so the suite's JVMs skip verifying their bytecode at each start (a saving for
-# tests only: nothing outside the suite gets these options), and the serial collector spares a short JVM G1's
-# concurrent threads (the brokers ask for G1 on their own command line, which wins): a local Spark session and a
-# small job took 22.4-24.8 s of CPU instead of 28.3-29.1 s. Each JVM says "Picked up JAVA_TOOL_OPTIONS" once.
-TEST_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote"
-                    " -XX:+UseSerialGC")
+# tests only: nothing outside the suite gets these options). Each JVM says "Picked up JAVA_TOOL_OPTIONS" once.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote"
+# Spark's drivers (spark-submit's JVM, and PySpark's in the test process) with the serial collector: G1's
+# concurrent threads cost a short JVM more than they save. Only there: a JVM given two collectors refuses to
+# start, and the brokers ask for G1 on their command line. With the options above, a local Spark session and a
+# small job took 22.4-24.8 s of CPU instead of 28.3-29.1 s.
+SPARK_DRIVER_OPTIONS = "-XX:+UseSerialGC"
 
 
 def suite_environment(environ: dict[str, str]) -> dict[str, str]:
-    """The pytest processes' environment (pure): the caller's, with ``TEST_JVM_OPTIONS`` after its own JVM options."""
+    """The pytest processes' environment (pure): the caller's, with ``TEST_JVM_OPTIONS`` after its own JVM options
+    and ``SPARK_DRIVER_OPTIONS`` after its own ``SPARK_SUBMIT_OPTS`` (spark-class gives those to spark-submit)."""
     own = environ.get("JAVA_TOOL_OPTIONS", "")
-    return {**environ, "JAVA_TOOL_OPTIONS": f"{own} {TEST_JVM_OPTIONS}".strip()}
+    spark = environ.get("SPARK_SUBMIT_OPTS", "")
+    return {**environ, "JAVA_TOOL_OPTIONS": f"{own} {TEST_JVM_OPTIONS}".strip(),
+            "SPARK_SUBMIT_OPTS": f"{spark} {SPARK_DRIVER_OPTIONS}".strip()}
 
 
 def combined(codes: list[int]) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.run_suite import TEST_JVM_OPTIONS, combined, part_markers, suite_environment
+from tests.run_suite import SPARK_DRIVER_OPTIONS, TEST_JVM_OPTIONS, combined, part_markers, suite_environment
 
 
 @pytest.mark.parametrize(("markers", "chaos", "expected"), [
@@ -32,6 +32,13 @@ def test_combined(codes: list[int], expected: int) -> None:
     assert combined(codes) == expected
 
 
-def test_the_tests_jvms_get_c1_only_after_the_callers_own_options() -> None:
-    assert suite_environment({"PATH": "/bin"}) == {"PATH": "/bin", "JAVA_TOOL_OPTIONS": TEST_JVM_OPTIONS}
+def test_the_tests_jvms_get_their_options_after_the_callers_own() -> None:
+    assert suite_environment({"PATH": "/bin"}) == {"PATH": "/bin", "JAVA_TOOL_OPTIONS": TEST_JVM_OPTIONS,
+                                                   "SPARK_SUBMIT_OPTS": SPARK_DRIVER_OPTIONS}
     assert suite_environment({"JAVA_TOOL_OPTIONS": "-Xss2m"})["JAVA_TOOL_OPTIONS"] == f"-Xss2m {TEST_JVM_OPTIONS}"
+    assert suite_environment({"SPARK_SUBMIT_OPTS": "-Dx=1"})["SPARK_SUBMIT_OPTS"] == f"-Dx=1 {SPARK_DRIVER_OPTIONS}"
+
+
+def test_no_collector_is_chosen_for_every_jvm() -> None:
+    # A JVM given two collectors refuses to start; the brokers choose G1 on their own command line.
+    assert "GC" not in TEST_JVM_OPTIONS
