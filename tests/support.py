@@ -94,6 +94,33 @@ class Worker:
 
 
 @contextmanager
+def module_spark(app_name: str) -> Iterator[object]:
+    """A test module's one local Spark session (the jobs find it active and reuse it), and at the end the driver
+    JVM PySpark started for it: left idle it costs about 6 % of a core for the rest of the test process (the next
+    module's session starts a JVM of its own)."""
+    import logging
+
+    from pyspark import SparkContext
+
+    from spark_jobs.session import build_session
+
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    session = build_session(app_name)
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+        gateway, SparkContext._gateway, SparkContext._jvm = SparkContext._gateway, None, None
+        if gateway is not None:
+            gateway.shutdown()
+            proc = getattr(gateway, "proc", None)
+            if proc is not None and proc.stdin is not None:
+                proc.stdin.close()  # the JVM ends when its stdin does
+                proc.wait(30)
+
+
+@contextmanager
 def sqlite_locked(path: Path | str) -> Iterator[None]:
     """Another connection holds a SQLite file exclusively (rollback journal: readers wait too)."""
     holder = sqlite3.connect(path, isolation_level=None)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import logging
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ from replicator.state import audits
 from replicator.state.store import StateStore
 from tests.kafka_io import Rec, committed, produce, read_all, wait_until
 from tests.records import write_config
-from tests.support import Worker
+from tests.support import Worker, module_spark
 
 pytestmark = pytest.mark.spark
 
@@ -71,14 +70,9 @@ class Scenario:
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[object]:
-    """The module's one local Spark session (the audits find it active and reuse it)."""
-    from spark_jobs.session import build_session
-
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-    session = build_session("mirrorflow-audit-tests")
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    """The module's one local Spark session, its JVM stopped at the end."""
+    with module_spark("mirrorflow-audit-tests") as session:
+        yield session
 
 
 @pytest.fixture(scope="module")

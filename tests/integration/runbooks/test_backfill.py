@@ -9,7 +9,6 @@ One Spark session for the module (its start-up is the cost).
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import time
 from collections.abc import Iterator
 
@@ -25,6 +24,7 @@ from replicator.state.backfills import runs
 from replicator.state.store import StateStore
 from tests.kafka_io import Rec, read_all
 from tests.late_route import LateRoute, started_late
+from tests.support import module_spark
 
 pytestmark = pytest.mark.spark
 
@@ -47,14 +47,9 @@ def _record(p: int, n: int, first_ms: int, tag: str) -> Rec:
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[object]:
-    """The module's one local Spark session (the backfill finds it active and reuses it)."""
-    from spark_jobs.session import build_session
-
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-    session = build_session("mirrorflow-backfill-tests")
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    """The module's one local Spark session, its JVM stopped at the end."""
+    with module_spark("mirrorflow-backfill-tests") as session:
+        yield session
 
 
 @pytest.fixture(scope="module")
