@@ -21,6 +21,7 @@ from replicator.testing import FakeKafka
 from replicator.testing.cluster import FakeCluster
 from replicator.testing.consumer import FakeConsumer
 from replicator.testing.message import FakeMessage
+from replicator.testing.producer import FakeProducer
 from replicator.testing.transactional import FakeTransactionalProducer
 from replicator.worker.exactly_once import ExactlyOnceWorker
 from tests.fake_route import FAST, WorkerThread, route_config, wait_until
@@ -312,11 +313,19 @@ def test_a_producer_fenced_over_and_over_while_the_target_answers_stops_the_rout
     for fence in range(1, 7):
         other.init_transactions()
         produce(kafka["source"], 1, start=10 + fence)
-        wait_until(lambda n=fence: len(kafka.producers["a"]) > n or not a.thread.is_alive(),
+        # Fence n is seen once the worker's next producer holds the id (its init_transactions ran, fencing
+        # `other` in turn). Only then may `other` fence it again: a producer merely made could init after
+        # `other`, fence it, and the next fence would never reach the worker (seen under load in CI).
+        wait_until(lambda n=fence: _holds_the_id(kafka.producers["a"], n) or not a.thread.is_alive(),
                    what=f"fence {fence} seen", alive=() if fence == 6 else (a,))
     failure = str(a.finish())
     assert "fenced this worker's producer 6 times in 60 s" in failure, failure
     assert "another worker uses transactional id mirrorflow-r-w1" in failure
+
+
+def _holds_the_id(producers: list[FakeProducer], index: int) -> bool:
+    """The worker's producer number ``index`` (0: its first) was made and registered its transactional id."""
+    return len(producers) > index and getattr(producers[index], "epoch", None) is not None
 
 
 @pytest.mark.parametrize(("code", "says"), [
