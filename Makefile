@@ -43,6 +43,9 @@ $(VENV)/.installed: pyproject.toml
 
 # One Maven profile per folder (see pom.xml); the stamp is written last, so an
 # interrupted fetch is retried by the next run.
+# One Maven at a time (make -j): two sharing an empty local repository could fetch the same plugin at once.
+$(JARS)/spark/.complete: | $(JARS)/kafka/.complete
+
 $(JARS)/%/.complete: pom.xml
 	@echo "== jars: $* from Maven Central into $(JARS)/$*"
 	@rm -rf $(JARS)/$*
