@@ -17,7 +17,6 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
-    ConfigResource,
     ConfigSource,
     ResourcePatternType,
     ResourceType,
@@ -27,6 +26,7 @@ from replicator.domain.acl_spec import AclSpec
 from replicator.domain.cluster_view import ClusterView
 from replicator.errors import ClusterError
 from replicator.kafka.admin import error_name, error_text
+from replicator.kafka.topics import describe_topic_configs
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +59,9 @@ def read_configs(admin: AdminClient, topics: list[str],
     """Topic-level overrides per topic, and the topics whose configs could not be read (why)."""
     if not topics:
         return {}, {}
-    resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
     configs: dict[str, dict[str, str]] = {}
     unreadable: dict[str, str] = {}
-    for resource, future in admin.describe_configs(resources, request_timeout=timeout).items():
+    for resource, future in describe_topic_configs(admin, topics, timeout).items():
         try:
             entries = future.result(timeout=timeout + 5)
         except KafkaException as exc:
