@@ -5,8 +5,11 @@ from the machine's own load)."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import sys
+import threading
+from collections.abc import Iterator
 
 # At the default 5 ms switch interval each of the loop's many GIL re-acquisitions per turn could wait a whole
 # interval, holding a turn 50-250 ms while a refresh ran (bench/scale.py).
@@ -29,3 +32,43 @@ def freeze_startup_heap() -> None:
     """
     gc.collect()  # what start-up left as garbage is freed, not frozen
     gc.freeze()
+
+
+class _CollectorPause:
+    """The cycle collector held off while at least one holder runs (the topic refreshes of several routes in one
+    process overlap); it is turned back on when the last leaves, unless it was off before the first came."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._was_enabled = False
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        with self._lock:
+            if self._holders == 0:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._holders += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._holders -= 1
+                if self._holders == 0 and self._was_enabled:
+                    gc.enable()
+
+
+_PAUSE = _CollectorPause()
+
+
+def collector_paused() -> contextlib.AbstractContextManager[None]:
+    """No cycle collection starts while the block runs (explicit ``gc.collect()`` calls still do).
+
+    A refresh of thousands of topics holds tens of thousands of metadata objects for a moment; a full
+    collection that starts then scans them all, and holds every thread, the copy loop too, while it does
+    (2,000 topics: up to ~100 ms). Held off, those objects are freed by their reference counts when the
+    block ends, before any collection sees them. Only code bounded by a timeout (the admin clients' calls)
+    may run in the block: cyclic garbage the copy loop makes meanwhile waits for it to end.
+    """
+    return _PAUSE.held()

@@ -30,6 +30,7 @@ from replicator.kafka.topics import (
 from replicator.logs import listed
 from replicator.state.route_link import StateLink
 from replicator.worker import metrics
+from replicator.worker.interpreter import collector_paused
 
 if TYPE_CHECKING:
     from replicator.state.store import StateStore
@@ -201,10 +202,11 @@ class Subscription:
         if not self._sync_topic_ready:
             create_sync_topic(self._target, self.sync_topic)  # before any record: its syncs go there
             self._sync_topic_ready = True
-        selection = select_topics(source_partitions(self._source), self.route.topic_filter, self.policy,
-                                  self.route.target, added, removed)
-        checked, self._id_cursor = rotating_share(selection.names, seen, self._id_cursor)
-        ids = self.describe_ids(checked)
+        with collector_paused():  # Kafka's answers on thousands of topics: see collector_paused
+            selection = select_topics(source_partitions(self._source), self.route.topic_filter, self.policy,
+                                      self.route.target, added, removed)
+            checked, self._id_cursor = rotating_share(selection.names, seen, self._id_cursor)
+            ids = self.describe_ids(checked)
         unchanged = dict(selection.partitions) == known
         if unchanged and not ensure:
             return Look(ids, paused=paused)
@@ -213,10 +215,11 @@ class Subscription:
         for src, count in sorted(selection.partitions.items()):
             if target_of[src] not in wanted or count > wanted[target_of[src]][1]:
                 wanted[target_of[src]] = (src, count)
-        ensure_target_topics(self._source, self._target, wanted)
-        if unchanged:
-            return Look(ids, paused=paused)
-        limits = message_limits(self._target, sorted(wanted))
+        with collector_paused():
+            ensure_target_topics(self._source, self._target, wanted)
+            if unchanged:
+                return Look(ids, paused=paused)
+            limits = message_limits(self._target, sorted(wanted))
         self.state.replicating(sorted(set(selection.partitions) - set(known)),
                                sorted(set(known) - set(selection.partitions)))
         return Look(ids, selection.names, dict(selection.partitions), target_of, wanted,
@@ -227,7 +230,8 @@ class Subscription:
         batched ListOffsets; empty when the source does not answer it (stuck partitions wait for the next)."""
         assert self._source is not None
         try:
-            return ends(self._source, self.route.source, owned, stable=True)
+            with collector_paused():
+                return ends(self._source, self.route.source, owned, stable=True)
         except (ClusterError, KafkaException) as exc:
             log.debug("readable ends not read route=%s error=%s", self.route.name, exc)
             return {}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import logging
+import time
 
 import pytest
 from prometheus_client import REGISTRY
@@ -169,3 +171,32 @@ def test_among_many_topics_a_recreated_one_is_found_within_its_share_of_looks(
         sub.refresh()
         looks += 1
     assert sub.recreations == 1 and looks <= 3  # 6 known topics, 2 a look
+
+
+def test_a_look_asks_kafka_with_the_cycle_collector_held_off(kafka: FakeKafka, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench/refresh_stall.py, 2,000 topics: a full collection that started while a look held Kafka's answers
+    scanned them all, and held the copy loop's thread up to 98 ms. Every request a look makes (the topics,
+    their ids, the replicas made, their limits, the owned partitions' ends) runs with the collector held off,
+    and it is back on after the look."""
+    from replicator.testing.admin import FakeAdmin
+
+    sub = subscription(kafka, topics="['.*']")
+    sub.refresh()  # the sync topic, made once, outside any look's requests
+    collector_on: list[tuple[str, bool]] = []
+    check = FakeAdmin._check
+
+    def noting(admin: FakeAdmin, request: str = "") -> None:
+        collector_on.append((request, gc.isenabled()))
+        check(admin, request)
+
+    monkeypatch.setattr(FakeAdmin, "_check", noting)
+    kafka["source"].create_topic("refunds", 2)  # a change: the look makes its replica and reads its limit
+    sub.start_look([("orders", 0), ("refunds", 1)])
+    while (finished := sub.finished_look()) is None:
+        time.sleep(0.01)
+    assert sorted(sub.apply(finished.result()) or []) == ["audit", "orders", "payments", "refunds"]
+    assert sub.partitions["refunds"] == 2 and "source.refunds" in kafka["target"].topics
+    assert {"list_topics", "list_offsets"} <= {request for request, _ in collector_on}
+    assert len(collector_on) > 5  # the ids, the replica, the limits too
+    assert [request for request, on in collector_on if on] == []
+    assert gc.isenabled()
