@@ -13,8 +13,16 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import cast
 
-from confluent_kafka import KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigEntry, ConfigResource, NewPartitions, NewTopic, OffsetSpec
+from confluent_kafka import KafkaException, TopicCollection, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+    TopicDescription,
+)
 
 from replicator.errors import ClusterError
 from replicator.logs import listed
@@ -56,21 +64,38 @@ def watermarks(admin: AdminClient, partitions: list[tuple[str, int]],
     return {key: (low[key], high[key]) for key in partitions}
 
 
-# Topics per DescribeConfigs request. confluent-kafka turns a whole answer into Python objects (some 40 entries
-# per topic) in one hold of the GIL: at 2,000 topics 74-95 ms, during which a worker's copy loop cannot run;
-# at 100, 9-15 ms, and the requests, sent together, take no longer in all (/tmp/probe/conv_hold.py, 2 cores).
-CONFIG_BATCH = 100
+# Topics per describe request (their configs, their ids). confluent-kafka turns a whole answer into Python
+# objects in one hold of the GIL, during which a worker's copy loop cannot run: the configs of 2,000 topics
+# (some 40 entries each) held it 74-95 ms, at 100 topics 9-15 ms; the requests, sent together, take no longer
+# in all (/tmp/probe/conv_hold.py, 2 cores).
+TOPICS_PER_REQUEST = 100
 
 
 def describe_topic_configs(admin: AdminClient, topics: list[str],
                            timeout: float = 15.0) -> dict[ConfigResource, Future[dict[str, ConfigEntry]]]:
-    """Each topic's configs, asked ``CONFIG_BATCH`` topics per request, all requests sent before any is waited
+    """Each topic's configs, asked ``TOPICS_PER_REQUEST`` topics per request, all requests sent before any is waited
     for: a future per topic, as ``AdminClient.describe_configs`` gives them."""
     futures: dict[ConfigResource, Future[dict[str, ConfigEntry]]] = {}
-    for start in range(0, len(topics), CONFIG_BATCH):
-        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics[start:start + CONFIG_BATCH]]
+    for start in range(0, len(topics), TOPICS_PER_REQUEST):
+        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics[start:start + TOPICS_PER_REQUEST]]
         futures.update(admin.describe_configs(resources, request_timeout=timeout))
     return futures
+
+
+def topic_ids(admin: AdminClient, topics: list[str], timeout: float = 10.0) -> dict[str, str]:
+    """The current id of each topic that exists (one deleted meanwhile is left out), ``TOPICS_PER_REQUEST``
+    topics per request, all sent before any is waited for."""
+    futures: dict[str, Future[TopicDescription]] = {}
+    for start in range(0, len(topics), TOPICS_PER_REQUEST):
+        names = TopicCollection(topics[start:start + TOPICS_PER_REQUEST])
+        futures.update(admin.describe_topics(names, request_timeout=timeout))
+    ids = {}
+    for name, future in futures.items():
+        try:
+            ids[name] = str(future.result(timeout=timeout + 5).topic_id)
+        except KafkaException:
+            continue
+    return ids
 
 
 def _copied_configs(admin: AdminClient, topics: list[str]) -> dict[str, dict[str, str]]:

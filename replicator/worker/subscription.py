@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, RouteConfig
@@ -25,6 +25,7 @@ from replicator.kafka.topics import (
     ensure_target_topics,
     message_limits,
     source_partitions,
+    topic_ids,
     watermarks,
 )
 from replicator.logs import listed
@@ -253,15 +254,7 @@ class Subscription:
     def describe_ids(self, topics: list[str]) -> dict[str, str]:
         """The current id of each topic that exists (a vanished one is left out)."""
         assert self._source is not None
-        if not topics:
-            return {}
-        ids = {}
-        for name, future in self._source.describe_topics(TopicCollection(topics), request_timeout=10).items():
-            try:
-                ids[name] = str(future.result(timeout=15).topic_id)
-            except KafkaException:
-                continue  # deleted meanwhile: the next refresh drops it
-        return ids
+        return topic_ids(self._source, topics) if topics else {}
 
     def _note_ids(self, ids: dict[str, str]) -> None:
         for topic, topic_id in ids.items():

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-from confluent_kafka import Consumer, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, RouteConfig
@@ -27,7 +27,7 @@ from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import connected_admin
 from replicator.kafka.clients import admin_settings
-from replicator.kafka.topics import source_partitions
+from replicator.kafka.topics import source_partitions, topic_ids
 from replicator.runbooks.audit.spec import AuditSpec, TopicSpec
 
 log = logging.getLogger(__name__)
@@ -151,23 +151,13 @@ def _manual_topics(config: Config, route: RouteConfig) -> tuple[set[str], set[st
             return set(), set()
 
 
-def _topic_ids(admin: AdminClient, topics: list[str], timeout: float) -> dict[str, str]:
-    ids = {}
-    for name, future in admin.describe_topics(TopicCollection(topics), request_timeout=timeout).items():
-        try:
-            ids[name] = str(future.result(timeout=timeout).topic_id)
-        except KafkaException:
-            continue  # deleted meanwhile: its committed offsets are read without the check
-    return ids
-
-
 def _committed(config: Config, route: RouteConfig, admin: AdminClient, partitions: dict[str, int],
                timeout: float) -> dict[tuple[str, int], int]:
     """The route's committed offset per (topic, partition); absent where none (or a stale one) is."""
     wanted = [TopicPartition(t, p) for t, n in sorted(partitions.items()) for p in range(n)]
     if not wanted:
         return {}
-    ids = _topic_ids(admin, sorted(partitions), timeout)
+    ids = topic_ids(admin, sorted(partitions), timeout)  # one deleted meanwhile: read without the check
     # Not AdminClient.list_consumer_group_offsets: with confluent-kafka 2.16 it crashed the
     # process (SIGSEGV) while a fresh cluster's group coordinator was loading.
     consumer = Consumer({**admin_settings(config.cluster(route.source).client_properties()),
