@@ -31,5 +31,9 @@ COPY . /opt/mirrorflow
 # package, so it must run from this checkout, not from site-packages. The
 # `postgres` extra: the compose stack keeps its state in PostgreSQL.
 RUN pip install --no-cache-dir -e "/opt/mirrorflow[postgres]"
+# PYTHONDONTWRITEBYTECODE keeps the running containers from writing caches, so the project's own modules are
+# compiled here, once: else every worker and command compiles them from source at each start.
+RUN python -m compileall -q /opt/mirrorflow/replicator /opt/mirrorflow/dags /opt/mirrorflow/plugins \
+    /opt/mirrorflow/spark_jobs
 
 WORKDIR /opt/mirrorflow

@@ -27,9 +27,9 @@ CRDS_STAMP := $(CRDS)/.prometheus-operator-$(PROMETHEUS_OPERATOR_VERSION)
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup venv jars browser toxiproxy kubeconform demo test check chaos down clean
+.PHONY: setup venv bytecode jars browser toxiproxy kubeconform demo test check chaos down clean
 
-setup: venv jars
+setup: venv bytecode jars
 
 venv: $(VENV)/.installed
 jars: $(JARS)/kafka/.complete $(JARS)/spark/.complete
@@ -40,6 +40,12 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip setuptools wheel
 	$(BIN)/pip install -q -e '.[dev]'
 	@touch $@
+
+# The project's own modules compiled to bytecode, at every run (only what changed is compiled again): where the
+# environment sets PYTHONDONTWRITEBYTECODE (this machine does), the editable install leaves none, and every
+# `mirrorflow` command and worker compiled ~100 modules from source (0.2 s of each `mirrorflow status`).
+bytecode: venv
+	@$(BIN)/python -m compileall -q -j 0 replicator dags plugins spark_jobs > /dev/null
 
 # One Maven profile per folder (see pom.xml); the stamp is written last, so an
 # interrupted fetch is retried by the next run.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.compose_checks import REPO
+from tests.compose_checks import APP_DIR, REPO
 from tests.dockerfile_checks import DOCKERFILE, jars_stage_problems, stages
 
 TEXT = (REPO / DOCKERFILE).read_text(encoding="utf-8")
@@ -32,3 +32,12 @@ def test_a_broken_jars_stage_is_reported(old: str, new: str, expected: str) -> N
     assert old in TEXT
     problems = jars_stage_problems(TEXT.replace(old, new), REPO)
     assert any(expected in p for p in problems), problems
+
+
+def test_the_image_compiles_its_own_modules_since_it_writes_no_bytecode() -> None:
+    """The final stage sets PYTHONDONTWRITEBYTECODE and installs the package editable: without a compile step
+    every worker and command in it compiled the project's modules from source at each start."""
+    final = stages(TEXT)[-1]
+    assert final.env().get("PYTHONDONTWRITEBYTECODE") == "1"
+    compiled = {word for args in final.all("RUN") if "compileall" in args for word in args.split()}
+    assert {f"{APP_DIR}/{package}" for package in ("replicator", "dags", "plugins", "spark_jobs")} <= compiled
