@@ -46,6 +46,7 @@ from scale_control import (  # noqa: E402
     end_offsets,
     page_probe,
     timed_cli,
+    timed_cli_runs,
     watch_checkpoints,
 )
 from scale_load import Shape, SteadyLoad, create_shape, measure_idle, watch_startup  # noqa: E402
@@ -56,6 +57,7 @@ from tests.support import free_port  # noqa: E402
 
 GROUP_TOPICS = 4  # the groups commit on this many of the route's topics
 QUIET_SETTLE_S = 3.0  # after pausing the load, before the no-load window
+STATUS_RUNS = 3  # `status` one after the other: one run alone swung 1.4-2.8 s on this machine
 
 
 def target_logs(env: Env) -> Path:
@@ -154,7 +156,8 @@ def control_plane(env: Env, shape: Shape, args: argparse.Namespace, tag: str) ->
     steps: list[tuple[str, Callable[[], dict[str, Any]]]] = []
     if args.groups:
         steps.append(("groups", lambda: _groups_and_checkpoint(env, shape, args.groups, config, route)))
-    steps += [("status", lambda: timed_cli(env.work, "status", ["status", "--config", config, "--route", route])),
+    status = ["status", "--config", config, "--route", route]
+    steps += [("status", lambda: timed_cli_runs(env.work, "status", status, STATUS_RUNS)),
               ("sync_dry_run", lambda: timed_cli(env.work, "sync", ["sync", "--config", config, "--route", route,
                                                                     "--dry-run"])),
               ("page", lambda: page_probe(env.work, f"sqlite:///{env.work / f'state-{tag}.db'}", route))]
@@ -296,7 +299,8 @@ def _control_lines(control: dict[str, Any]) -> list[str]:
     for key, name in (("status", "status"), ("sync_dry_run", "sync --dry-run")):
         if key in control and "wall_s" in control[key]:
             c = control[key]
-            lines.append(f"{name}: {c['wall_s']:.1f} s, exit {c['exit_code']}, {c['stdout_lines']:,} lines")
+            runs = f" (median of {', '.join(f'{r:.1f}' for r in c['runs_s'])})" if len(c.get("runs_s", [])) > 1 else ""
+            lines.append(f"{name}: {c['wall_s']:.1f} s{runs}, exit {c['exit_code']}, {c['stdout_lines']:,} lines")
     page = control.get("page") or {}
     if "page" in page:
         lines.append(f"Replication page: HTML {page['page']['status']} in {page['page']['seconds']:.2f} s "

@@ -52,6 +52,16 @@ def end_offsets(bootstrap: str, topics: list[str], partitions: int) -> list[Topi
         consumer.close()
 
 
+def timed_cli_runs(work: Path, name: str, args: list[str], runs: int) -> dict[str, Any]:
+    """``timed_cli`` ``runs`` times one after the other: the last run's result, with every run's seconds
+    (``runs_s``), their median as ``wall_s``, and the first failing exit code if any failed."""
+    results = [timed_cli(work, name, args) for _ in range(runs)]
+    seconds = sorted(r["wall_s"] for r in results)
+    failed = [r["exit_code"] for r in results if r["exit_code"] != 0]
+    return {**results[-1], "wall_s": seconds[len(seconds) // 2], "runs_s": [r["wall_s"] for r in results],
+            "exit_code": failed[0] if failed else 0}
+
+
 def timed_cli(work: Path, name: str, args: list[str]) -> dict[str, Any]:
     """Run ``mirrorflow <args>`` of this checkout to completion; wall seconds, exit code, what it printed."""
     log = work / f"cli-{name}.log"
