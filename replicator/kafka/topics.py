@@ -10,21 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
 from typing import cast
 
-from confluent_kafka import KafkaException, TopicCollection, TopicPartition
-from confluent_kafka.admin import (
-    AdminClient,
-    ConfigEntry,
-    ConfigResource,
-    NewPartitions,
-    NewTopic,
-    OffsetSpec,
-    TopicDescription,
-)
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
 from replicator.errors import ClusterError
+from replicator.kafka.topic_describes import describe_topic_configs
 from replicator.logs import listed
 
 log = logging.getLogger(__name__)
@@ -64,40 +56,6 @@ def watermarks(admin: AdminClient, partitions: list[tuple[str, int]],
     return {key: (low[key], high[key]) for key in partitions}
 
 
-# Topics per describe request (their configs, their ids). confluent-kafka turns a whole answer into Python
-# objects in one hold of the GIL, during which a worker's copy loop cannot run: the configs of 2,000 topics
-# (some 40 entries each) held it 74-95 ms, at 100 topics 9-15 ms; the requests, sent together, take no longer
-# in all (/tmp/probe/conv_hold.py, 2 cores).
-TOPICS_PER_REQUEST = 100
-
-
-def describe_topic_configs(admin: AdminClient, topics: list[str],
-                           timeout: float = 15.0) -> dict[ConfigResource, Future[dict[str, ConfigEntry]]]:
-    """Each topic's configs, asked ``TOPICS_PER_REQUEST`` topics per request, all requests sent before any is waited
-    for: a future per topic, as ``AdminClient.describe_configs`` gives them."""
-    futures: dict[ConfigResource, Future[dict[str, ConfigEntry]]] = {}
-    for start in range(0, len(topics), TOPICS_PER_REQUEST):
-        resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics[start:start + TOPICS_PER_REQUEST]]
-        futures.update(admin.describe_configs(resources, request_timeout=timeout))
-    return futures
-
-
-def topic_ids(admin: AdminClient, topics: list[str], timeout: float = 10.0) -> dict[str, str]:
-    """The current id of each topic that exists (one deleted meanwhile is left out), ``TOPICS_PER_REQUEST``
-    topics per request, all sent before any is waited for."""
-    futures: dict[str, Future[TopicDescription]] = {}
-    for start in range(0, len(topics), TOPICS_PER_REQUEST):
-        names = TopicCollection(topics[start:start + TOPICS_PER_REQUEST])
-        futures.update(admin.describe_topics(names, request_timeout=timeout))
-    ids = {}
-    for name, future in futures.items():
-        try:
-            ids[name] = str(future.result(timeout=timeout + 5).topic_id)
-        except KafkaException:
-            continue
-    return ids
-
-
 def _copied_configs(admin: AdminClient, topics: list[str]) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for resource, future in describe_topic_configs(admin, topics).items():
@@ -106,21 +64,6 @@ def _copied_configs(admin: AdminClient, topics: list[str]) -> dict[str, dict[str
             k: e.value for k, e in entries.items() if k in COPIED_CONFIGS and not e.is_default and e.value
         }
     return out
-
-
-def message_limits(admin: AdminClient, topics: list[str]) -> dict[str, int]:
-    """Each topic's ``max.message.bytes`` (the broker's default where the topic sets none)."""
-    if not topics:
-        return {}
-    limits = {}
-    for resource, future in describe_topic_configs(admin, topics).items():
-        try:
-            entry = future.result(timeout=15).get("max.message.bytes")
-        except KafkaException:
-            continue  # unknown for now: records go to the target, which decides
-        if entry is not None and entry.value and entry.value.isdigit():
-            limits[resource.name] = int(entry.value)
-    return limits
 
 
 # The syncs topic's segments roll hourly: compaction never touches the active segment, and a run's record is

@@ -20,14 +20,8 @@ from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError
 from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, admin_settings
 from replicator.kafka.log_ranges import ends
-from replicator.kafka.topics import (
-    create_sync_topic,
-    ensure_target_topics,
-    message_limits,
-    source_partitions,
-    topic_ids,
-    watermarks,
-)
+from replicator.kafka.topic_describes import message_limits, topic_ids
+from replicator.kafka.topics import create_sync_topic, ensure_target_topics, source_partitions, watermarks
 from replicator.logs import listed
 from replicator.state.route_link import StateLink
 from replicator.worker import metrics

@@ -27,7 +27,8 @@ from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import connected_admin
 from replicator.kafka.clients import admin_settings
-from replicator.kafka.topics import source_partitions, topic_ids
+from replicator.kafka.topic_describes import topic_ids
+from replicator.kafka.topics import source_partitions
 from replicator.runbooks.audit.spec import AuditSpec, TopicSpec
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from replicator.domain.acl_spec import AclSpec
 from replicator.domain.cluster_view import ClusterView
 from replicator.errors import ClusterError
 from replicator.kafka.admin import error_name, error_text
-from replicator.kafka.topics import describe_topic_configs
+from replicator.kafka.topic_describes import describe_topic_configs
 
 log = logging.getLogger(__name__)
 

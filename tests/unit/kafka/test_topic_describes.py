@@ -14,7 +14,8 @@ import pytest
 from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from replicator.kafka.topics import TOPICS_PER_REQUEST, ensure_target_topics, message_limits, topic_ids
+from replicator.kafka.topic_describes import TOPICS_PER_REQUEST, message_limits, topic_ids
+from replicator.kafka.topics import ensure_target_topics
 from replicator.testing import FakeKafka
 from replicator.testing.admin import FakeAdmin
 
