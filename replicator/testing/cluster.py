@@ -81,7 +81,8 @@ class FakeCluster:
         self.offsetless_deliveries = 0
         # (topic, partition) missing from the producers' metadata for a while: produce() refuses new records
         # for it and the queued ones fail with ``hidden_error``, unwritten (as librdkafka does: "Local: Unknown
-        # partition", or _DESTROY when the topic was deleted and its queued records purged)
+        # partition", _DESTROY when the topic was deleted and its queued records purged, or the broker's
+        # UNKNOWN_TOPIC_OR_PART when the topic's metadata did not come within topic.metadata.propagation.max.ms)
         self.hidden_partitions: set[tuple[str, int]] = set()
         self.hidden_error = KafkaError._UNKNOWN_PARTITION
         # Producers whose commit never completes, counted down as producers begin committing: librdkafka answers

@@ -74,7 +74,10 @@ NOT_THERE = (KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC)
 # A delivery failed unwritten because the target topic went away: "not there", or the records librdkafka had
 # queued for a deleted (or re-created) topic, purged with _DESTROY. Copied again once the topic is back. (The
 # records of a producer we replace are purged too, but its reports are never served: see stall.discard.)
-NOT_WRITTEN = (*NOT_THERE, KafkaError._DESTROY)
+# UNKNOWN_TOPIC_OR_PART: a topic the target's metadata has not shown for topic.metadata.propagation.max.ms
+# (30 s) -- a replica just created on a broker still busy creating thousands of others' logs -- has its
+# queued records failed with the broker's error (the scale bench: 2,000 new replicas, the route stopped).
+NOT_WRITTEN = (*NOT_THERE, KafkaError._DESTROY, KafkaError.UNKNOWN_TOPIC_OR_PART)
 
 
 def worker_label(worker_id: str | None) -> str:

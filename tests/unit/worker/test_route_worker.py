@@ -390,13 +390,17 @@ def test_a_frozen_target_is_waited_for_not_taken_for_a_wedged_producer(kafka: Fa
     assert_nothing_lost(kafka)
 
 
-@pytest.mark.parametrize("error", [KafkaError._UNKNOWN_PARTITION, KafkaError._DESTROY], ids=["unknown", "destroy"])
+@pytest.mark.parametrize("error", [KafkaError._UNKNOWN_PARTITION, KafkaError._DESTROY, KafkaError.UNKNOWN_TOPIC_OR_PART],
+                         ids=["unknown", "destroy", "not-propagated"])
 def test_records_failed_as_unknown_partition_after_the_producer_took_them_are_copied_again(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture, error: int) -> None:
     """Found by the 100-fault run (partitions added): a delivery failed with "Local: Unknown partition" after
     produce() had taken the record (the producer's metadata lost the partition for a moment), and the worker
     stopped as if the target had refused the record. Found by CI (a replica deleted under a running route):
-    librdkafka purged the deleted topic's queued records with _DESTROY, and the worker stopped the route."""
+    librdkafka purged the deleted topic's queued records with _DESTROY, and the worker stopped the route. Found
+    by the scale bench (2,000 new replicas on one broker): a replica the target's metadata did not show within
+    librdkafka's topic.metadata.propagation.max.ms (30 s) had its queued records failed with the broker's
+    UNKNOWN_TOPIC_OR_PART, and the worker stopped the route as if the target had refused them."""
     kafka["target"].hidden_error = error
     produce(kafka["source"], 100)
     worker = WorkerThread(kafka, "a", route_config(kafka))
