@@ -22,15 +22,16 @@ MF_SOURCE_ALIAS = "mfsource"  # MirrorFlow's name of the source cluster -> targe
 
 def start_mirrorflow(env: Env, size: int | str, topics: list[str], *, metrics_port: int | None = None,
                      route: dict[str, Any] | None = None, alias: str = MF_SOURCE_ALIAS,
-                     clusters: tuple[dict[str, str], dict[str, str]] | None = None) -> Child:
+                     clusters: tuple[dict[str, str], dict[str, str]] | None = None, log: str | None = None) -> Child:
     """``mirrorflow run`` of this checkout (``python -m``, PYTHONPATH = the repo) on one route ``bench-<size>``;
     ``route`` adds settings to it (``checkpoints``, say); ``alias`` names the source cluster (the target prefix);
-    ``clusters``: the source's and target's client properties (default: ``env``'s bootstrap servers)."""
+    ``clusters``: the source's and target's client properties (default: ``env``'s bootstrap servers); ``log``:
+    the output's file name in the work dir (default ``mirrorflow-<size>.log``)."""
     config = mirrorflow_config(env, size, topics, route, alias, clusters)
     metrics = ["--metrics-port", str(metrics_port)] if metrics_port else []
     return Child("mirrorflow run", [*mirrorflow_cli(), "--log-level", "info", "run", "--config", str(config),
                                     "--route", f"bench-{size}", *metrics],
-                 env.work / f"mirrorflow-{size}.log", cwd=env.work, env={"PYTHONPATH": str(REPO)})
+                 env.work / (log or f"mirrorflow-{size}.log"), cwd=env.work, env={"PYTHONPATH": str(REPO)})
 
 
 def mirrorflow_config(env: Env, size: int | str, topics: list[str], route: dict[str, Any] | None = None,

@@ -16,7 +16,10 @@ order: the first meets colder brokers), each copying every topic of the shape (o
 3. MirrorFlow only: its topic-refresh and loop-turn histograms (``--metrics-port``); then
    G consumer groups committed on a few topics and ``mirrorflow checkpoint`` timed, and
    ``mirrorflow status``, ``mirrorflow sync --dry-run`` and the Replication page timed;
-4. MirrorMaker 2 started again with its checkpoint connector on the same groups: launch -> a
+4. restart (``--restart``, on by default): the peer stopped with the load paused, one marker
+   written to every source partition, the peer launched again: launch -> every marker on the
+   target (the start-up of a deploy, with the replicas already there);
+5. MirrorMaker 2 started again with its checkpoint connector on the same groups: launch -> a
    checkpoint of every group's every committed partition on the target.
 
 Figures only: nothing here asserts a time.
@@ -52,6 +55,7 @@ from scale_control import (  # noqa: E402
 from scale_load import Shape, SteadyLoad, create_shape, measure_idle, watch_startup  # noqa: E402
 from scale_metrics import LOOP_TURN, LOOP_TURN_REFRESHING, REFRESH, REFRESH_STALL_S, scrape, since, summary, tail  # noqa: E402
 from scale_profile import Sampler, loop_hotspots  # noqa: E402
+from scale_restart import restart  # noqa: E402
 
 from tests.support import free_port  # noqa: E402
 
@@ -82,6 +86,10 @@ def run_mirrorflow(env: Env, shape: Shape, args: argparse.Namespace, load: Stead
         result["metrics"] = _metric_figures(result["idle"])
         result["quiet"] = quiet_window(peer, "MirrorFlow", load, args.quiet_seconds)
         result["control"] = control_plane(env, shape, args, tag)
+        if args.restart:
+            result["restart"], peer = _restart(env, shape, args, load, peer, "MirrorFlow", f"{MF_SOURCE_ALIAS}.",
+                                               lambda: start_mirrorflow(env, tag, [shape.pattern], route=route,
+                                                                        log=f"mirrorflow-{tag}-restart.log"))
     except StepFailed as failure:
         progress(f"  FAILED: {failure}")
         result["error"] = str(failure)
@@ -91,6 +99,24 @@ def run_mirrorflow(env: Env, shape: Shape, args: argparse.Namespace, load: Stead
         result["exit_code"] = peer.stop(60)
         progress(f"MirrorFlow: stopped (exit code {result['exit_code']}); log {peer.log}")
     return result
+
+
+def _restart(env: Env, shape: Shape, args: argparse.Namespace, load: SteadyLoad, peer: Child, label: str,
+             prefix: str, relaunch: Callable[[], Child]) -> tuple[dict[str, Any], Child]:
+    """``scale_restart.restart`` with the load paused: only the markers are new on the source meanwhile."""
+    load.pause(True)
+    try:
+        return restart(env.source, env.target, shape.partitions_of(), shape.partitions_of(prefix), peer, relaunch,
+                       label, args.startup_timeout)
+    finally:
+        load.pause(False)
+
+
+def _keep_mm2_logs(env: Env, shape: Shape, run: str) -> None:
+    """Rename MM2's logs before it starts again (its driver writes the same file names each time)."""
+    for name in (f"mm2-{shape.prefix}.out", f"mm2-{shape.prefix}-connect.log"):
+        if (env.work / name).exists():
+            (env.work / name).rename(env.work / name.replace(shape.prefix, f"{shape.prefix}-{run}"))
 
 
 def quiet_window(peer: Child, label: str, load: SteadyLoad, seconds: float) -> dict[str, Any] | None:
@@ -192,6 +218,10 @@ def run_mm2(env: Env, shape: Shape, args: argparse.Namespace, load: SteadyLoad) 
                                           args.startup_timeout, target_logs(env))
         result["idle"] = measure_idle(peer, "MirrorMaker 2", args.idle_seconds)
         result["quiet"] = quiet_window(peer, "MirrorMaker 2", load, args.quiet_seconds)
+        if args.restart:
+            _keep_mm2_logs(env, shape, "first")
+            result["restart"], peer = _restart(env, shape, args, load, peer, "MirrorMaker 2", "source.",
+                                               lambda: start_mm2(env, shape.prefix, [shape.pattern], regex=True))
     except StepFailed as failure:
         progress(f"  FAILED: {failure}")
         result["error"] = str(failure)
@@ -209,9 +239,7 @@ def mm2_checkpoints(env: Env, shape: Shape, args: argparse.Namespace, groups: di
         groups = commit_groups(env.source, args.groups, end_offsets(env.source, shape.names[:GROUP_TOPICS],
                                                                     shape.partitions))
     expected = groups["groups"] * groups["partitions_per_group"]
-    for name in (f"mm2-{shape.prefix}.out", f"mm2-{shape.prefix}-connect.log"):  # keep the copy run's logs
-        if (env.work / name).exists():
-            (env.work / name).rename(env.work / name.replace(shape.prefix, f"{shape.prefix}-copy"))
+    _keep_mm2_logs(env, shape, "restart" if args.restart else "copy")  # the copy run's
     progress(f"MirrorMaker 2: starting again with checkpoints of {groups['groups']:,} groups")
     launched_ms = int(time.time() * 1000)
     peer = start_mm2(env, shape.prefix, [shape.pattern], regex=True, extra=MM2_CHECKPOINTS)
@@ -257,6 +285,12 @@ def table(report: dict[str, Any]) -> str:
             lines.append(f"{label} start-up: the target broker created the {startup['replica_logs']:,} replica logs "
                          f"{startup['first_log_s']:.1f}-{startup['last_log_s']:.1f} s after launch; every partition "
                          f"copied {startup['after_last_log_s']:.1f} s after the last")
+    for key, label in (("mirrorflow", "MirrorFlow"), ("mm2", "MirrorMaker 2")):
+        again = (report.get(key) or {}).get("restart") or {}
+        if again.get("restart_s") is not None:
+            lines.append(f"{label} restart over the existing replicas: every partition copying "
+                         f"{again['restart_s']:.1f} s after launch (first {again['first_s']:.1f} s, half "
+                         f"{again['half_s']:.1f} s)")
     refreshing = ((report.get("mirrorflow") or {}).get("metrics") or {}).get("loop_turns_refreshing")
     if refreshing:
         lines.append(f"MirrorFlow loop turns while a topic refresh ran: {refreshing['count']:,}, "
@@ -324,6 +358,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--startup-timeout", type=float, default=600, help="seconds a peer may take to start up")
     parser.add_argument("--peers", default="mirrorflow,mm2",
                         help="which peers to run, comma-separated, in this order (the first meets colder brokers)")
+    parser.add_argument("--restart", action=argparse.BooleanOptionalAction, default=True,
+                        help="at the end of each peer's run, stop it, mark every source partition and start it "
+                             "again: launch -> every marker on the target, with the replicas there (default: on)")
     parser.add_argument("--py-spy", action="store_true",
                         help="sample MirrorFlow with py-spy from launch to the end of the loaded window and print "
                              "where its copy loop spent the time (adds load to the machine)")
