@@ -390,7 +390,8 @@ def test_a_frozen_target_is_waited_for_not_taken_for_a_wedged_producer(kafka: Fa
     assert_nothing_lost(kafka)
 
 
-@pytest.mark.parametrize("error", [KafkaError._UNKNOWN_PARTITION, KafkaError._DESTROY, KafkaError.UNKNOWN_TOPIC_OR_PART],
+@pytest.mark.parametrize("error",
+                         [KafkaError._UNKNOWN_PARTITION, KafkaError._DESTROY, KafkaError.UNKNOWN_TOPIC_OR_PART],
                          ids=["unknown", "destroy", "not-propagated"])
 def test_records_failed_as_unknown_partition_after_the_producer_took_them_are_copied_again(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture, error: int) -> None:
