@@ -149,11 +149,14 @@ class LiveProducer(Producer):
 
 @dataclass(frozen=True, slots=True)
 class ClientFactory:
-    """How a worker makes its clients: confluent-kafka's, or the fakes of ``replicator.testing``."""
+    """How a worker makes its clients: confluent-kafka's, or the fakes of ``replicator.testing``. ``checkpoint``
+    is where a thread of the worker's own may stand still: nothing in a real process (SIGSTOP stops every thread
+    wherever it is); a fake process's frozen threads block there, as they do in any fake client's call."""
 
     consumer: Callable[[dict[str, Any]], Consumer] = LiveConsumer
     producer: Callable[[dict[str, Any]], Producer] = LiveProducer
     admin: Callable[[dict[str, Any]], AdminClient] = AdminClient
+    checkpoint: Callable[[], object] = lambda: None
 
 
 KAFKA_CLIENTS = ClientFactory()

@@ -53,7 +53,7 @@ class FakeKafka:
         def admin(settings: dict[str, Any]) -> AdminClient:
             return cast(AdminClient, FakeAdmin(settings, self._of(settings), proc))
 
-        return ClientFactory(consumer=consumer, producer=producer, admin=admin)
+        return ClientFactory(consumer=consumer, producer=producer, admin=admin, checkpoint=proc.checkpoint)
 
     def freeze(self, process: str) -> None:
         """SIGSTOP: the process's threads block at their next client call."""
@@ -62,6 +62,7 @@ class FakeKafka:
     def thaw(self, process: str) -> None:
         """SIGCONT."""
         self.processes[process].frozen = False
+        self.processes[process].thaws += 1
 
     def cut(self, process: str, cluster: str) -> None:
         """The process's network no longer reaches ``cluster`` (a partition between them)."""

@@ -13,6 +13,7 @@ class FakeProcess:
     def __init__(self, name: str) -> None:
         self.name = name
         self.frozen = False
+        self.thaws = 0  # times thawed (SIGCONT): a consumer's first fetch after one comes before the group's word
         self.killed = False
         self.cut: set[str] = set()  # clusters this process's network cannot reach
 

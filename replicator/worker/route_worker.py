@@ -167,7 +167,7 @@ class RouteWorker(Watches):
         self.id_held_since: float | None = None
         self._producer: Producer | None = None
         self.producer_watch = ProducerWatch(timeouts.stalled)
-        self.loop_watch = LoopWatch(route.name, timeouts.stalled)
+        self.loop_watch = LoopWatch(route.name, timeouts.stalled, tick=self.clients.checkpoint)
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -203,6 +203,7 @@ class RouteWorker(Watches):
 
     def _loop(self, stop: threading.Event) -> None:
         while not stop.is_set() and self.failure is None:
+            self._woke(self.loop_watch.stood_still())
             self.loop_watch.beat(self.subscription.looking)
             self._watch_outage()
             if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:
@@ -221,6 +222,8 @@ class RouteWorker(Watches):
             messages = self._consume(self.batch_size, 0)
             if not messages and not self.backlog:
                 messages = self._consume(1, 0.05)
+            if messages and self._woke(self.loop_watch.stood_still()):
+                messages = []  # fetched on waking: their partitions may be another's now (placed afresh on rejoining)
             if messages:
                 self.links.up("source")
             self.logins.apply()  # a login read again in a callback of the consume above

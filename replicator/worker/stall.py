@@ -10,6 +10,11 @@ then replaces the producer and copies again from the last acknowledged record
 The loop itself is watched from a thread: a loop that has not turned for ``after``
 seconds is logged once with the place it is in (the innermost frame of our code), and
 once when it turns again. That makes a hang a line in the log instead of silence.
+
+The same thread ticks every ``TICK_S``: a long gap between its ticks is time the whole
+process stood still (SIGSTOP, a suspended VM, a process not scheduled), which a busy
+loop never causes. The loop asks after each turn and each read of the source: a worker
+that stood still past a few seconds may have lost its partitions to others meanwhile.
 """
 
 from __future__ import annotations
@@ -69,23 +74,40 @@ def discard(producer: Producer) -> None:
     threading.Thread(target=purge, name="discard-producer", daemon=True).start()
 
 
-class LoopWatch:
-    """A daemon thread that names where the loop hangs (``beat`` is called by the loop each turn)."""
+TICK_S = 0.5  # the watch thread's tick
 
-    def __init__(self, route: str, after: float, check_every: float = 5.0, ours: str = "/replicator/") -> None:
+
+class LoopWatch:
+    """A daemon thread that names where the loop hangs (``beat`` is called by the loop each turn) and tells
+    how long the process stood still (``stood_still``). ``tick`` is called at each of its ticks: nothing for a
+    real process; a fake process's frozen threads block there, as a real one's stop wherever they are."""
+
+    def __init__(self, route: str, after: float, check_every: float = TICK_S, ours: str = "/replicator/",
+                 tick: Callable[[], object] = lambda: None) -> None:
         self.route, self.after, self.check_every, self.ours = route, after, check_every, ours
-        self.beat_at = time.monotonic()
+        self.beat_at = self.ticked_at = time.monotonic()
         self.hung_since: float | None = None
         self._refreshing = False
         self._loop_thread: int | None = None
+        self._tick = tick
+        self._longest_gap = 0.0  # between two ticks, since the last beat
+        self._gaps = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name=f"loop-watch-{route}", daemon=True)
 
     def start(self) -> None:
         """Watch the calling thread's loop from now on."""
         self._loop_thread = threading.get_ident()
-        self.beat_at = time.monotonic()
+        self.beat_at = self.ticked_at = time.monotonic()
         self._thread.start()
+
+    def stood_still(self) -> float:
+        """Seconds the process stood still since the last beat: how much longer than ``check_every`` the longest
+        gap between the watch's ticks was, or is since its last one (0.0 while the watch is not started)."""
+        if self._loop_thread is None:
+            return 0.0
+        with self._gaps:
+            return max(0.0, max(self._longest_gap, time.monotonic() - self.ticked_at) - self.check_every)
 
     def stop(self) -> None:
         """Stop watching (the loop ended)."""
@@ -99,12 +121,19 @@ class LoopWatch:
         if refreshing or self._refreshing:
             metrics.LOOP_TURN_REFRESHING.labels(self.route).observe(now - self.beat_at)
         self.beat_at, self._refreshing = now, refreshing
+        with self._gaps:
+            self._longest_gap = 0.0
         if self.hung_since is not None:
             log.warning("worker loop turns again route=%s hung_s=%.1f", self.route, self.beat_at - self.hung_since)
             self.hung_since = None
 
     def _watch(self) -> None:
         while not self._stop.wait(self.check_every):
+            self._tick()
+            with self._gaps:
+                now = time.monotonic()
+                self._longest_gap = max(self._longest_gap, now - self.ticked_at)
+                self.ticked_at = now
             since = self.beat_at
             if self.hung_since is None and time.monotonic() - since >= self.after:
                 self.hung_since = since

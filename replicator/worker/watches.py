@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 # anew (librdkafka #5153, open; seen here with exactly-once after a clean restart of the source broker).
 PLACING_GIVE_UP_S = 60.0
 LAG_SLICE = 250  # partitions whose lag gauge one loop turn updates (``_publish_lag``)
+STILL_MIN_S = 1.0  # a process standing still less long is a busy machine's scheduling, not a freeze
 
 
 class Watches(GroupMember):
@@ -47,9 +48,24 @@ class Watches(GroupMember):
         if self.holding or self._consumer is None:
             return
         out = self.outage.due(time.monotonic())
-        if out is None:
-            return
-        self.holding = f"the source was out of reach for {out:.0f} s"
+        if out is not None:
+            self._hold(f"the source was out of reach for {out:.0f} s")
+
+    def _woke(self, stood: float) -> bool:
+        """The whole process stood still for ``stood`` s (frozen, suspended; see ``stall.LoopWatch``): as long as
+        ``outage.hold_after``, the group may have given its partitions to others meanwhile, and on waking
+        librdkafka fetches them before the answer to its next heartbeat says so (a worker frozen 17.6 s copied
+        395 records of a partition again in the fault harness). Held like a worker cut off that long; True then:
+        what the source returned meanwhile may be another's."""
+        if stood < max(self.outage.hold_after, STILL_MIN_S) or self._consumer is None:
+            return False
+        if not self.holding:
+            self._hold(f"the worker's process stood still for {stood:.0f} s (frozen or suspended)")
+        return True
+
+    def _hold(self, reason: str) -> None:
+        """Pause everything assigned and join the group anew once the source answers (``_source_answers``)."""
+        self.holding = reason
         try:
             assigned = self.consumer.assignment()
             if assigned:
@@ -59,7 +75,7 @@ class Watches(GroupMember):
             log.warning("pausing for the hold failed route=%s error=%s", self.route.name, exc.args[0].str())
         self.subscription.force_refresh()  # its look tells when the source answers again
         log.warning("copying held: %s, the group may have given this worker's partitions to others; it joins the "
-                    "group anew once the source answers route=%s partitions=%d", self.holding, self.route.name,
+                    "group anew once the source answers route=%s partitions=%d", reason, self.route.name,
                     len(assigned))
 
     def _source_answers(self) -> None:

@@ -130,6 +130,35 @@ def test_a_zombie_that_wakes_up_after_its_partitions_moved_loses_nothing(kafka: 
     assert committed(kafka) == {p: 600 for p in range(PARTITIONS)}
 
 
+def test_a_worker_frozen_past_its_session_copies_nothing_again_on_waking(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the fault harness: a worker frozen 17.6 s (SIGSTOP) past its session copied 395 records of a
+    partition again on waking -- librdkafka fetches its old partitions before the answer to its next heartbeat
+    says they moved, and the worker copied what their new owner had copied already."""
+    produce(kafka["source"], 200)
+    a, b = WorkerThread(kafka, "a", route_config(kafka)), WorkerThread(kafka, "b", route_config(kafka))
+    wait_until(lambda: all_copied(kafka) and len(b.worker.inflight.ledgers) == 2
+               and committed(kafka) == {p: 200 for p in range(PARTITIONS)}, what="both copying, committed",
+               alive=(a, b))
+    kafka.freeze("b")  # SIGSTOP: every thread of b stops, its loop watch's too
+    kafka.expire("b")  # its session runs out: a gets its partitions
+    produce(kafka["source"], 300, start=200)
+    wait_until(lambda: all_copied(kafka) and committed(kafka) == {p: 500 for p in range(PARTITIONS)},
+               what="a copying everything", alive=(a,))
+    wait_until(lambda: b.worker.loop_watch.stood_still() >= 1.5, what="b frozen long enough to tell")
+    kafka.thaw("b")  # SIGCONT: its first fetch comes before the group's word that the partitions moved
+    wait_until(lambda: "copying held: the worker's process stood still" in caplog.text, what="b holding",
+               alive=(a, b))
+    produce(kafka["source"], 100, start=500)  # the marker: b back at work after it joined anew
+    wait_until(lambda: all_copied(kafka) and len(b.worker.inflight.ledgers) > 0
+               and committed(kafka) == {p: 600 for p in range(PARTITIONS)}, what="b back at work", alive=(a, b))
+    assert a.finish() is None and b.finish() is None
+    assert_nothing_lost(kafka)
+    for p in range(PARTITIONS):
+        values = [r.value for r in kafka["target"].records(REPLICA, p)]
+        assert len(values) == len(set(values)) == 600, f"partition {p}: {len(values) - len(set(values))} repeated"
+
+
 def test_a_source_that_stops_answering_is_waited_for(kafka: FakeKafka) -> None:
     """Found as a user: a source broker restart ended every worker ("cannot list topics")."""
     produce(kafka["source"], 100)

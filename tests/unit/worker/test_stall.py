@@ -85,3 +85,27 @@ def test_turns_that_overlap_a_topic_refresh_are_counted_apart() -> None:
     watch.beat()  # none again
     assert counted("mirrorflow_loop_turn_seconds") == 4
     assert counted("mirrorflow_loop_turn_while_refreshing_seconds") == 2
+
+
+def test_a_process_that_stood_still_is_told_from_a_loop_that_only_took_long() -> None:
+    """The watch's own ticks stop only when the whole process does (a fake process's frozen threads block in
+    ``tick``); a loop that merely has not turned for a while leaves them going."""
+    running = threading.Event()
+    running.set()
+    watch = LoopWatch("still-r", after=60, check_every=0.02, tick=lambda: running.wait(30))
+    watch.start()
+    try:
+        started = watch.ticked_at
+        wait_until(lambda: watch.ticked_at - started >= 0.3, timeout=10, what="ticks while the loop does not turn")
+        assert watch.stood_still() < 0.2
+        running.clear()  # SIGSTOP
+        wait_until(lambda: watch.stood_still() >= 0.3, timeout=10, what="the stand-still told while it lasts")
+        frozen_at = watch.ticked_at
+        running.set()  # SIGCONT
+        wait_until(lambda: watch.ticked_at > frozen_at, timeout=10, what="ticks again")
+        assert watch.stood_still() >= 0.3  # kept until the loop's next turn
+        watch.beat()
+        assert watch.stood_still() < 0.2
+    finally:
+        running.set()
+        watch.stop()
