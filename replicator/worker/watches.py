@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 # anew (librdkafka #5153, open; seen here with exactly-once after a clean restart of the source broker).
 PLACING_GIVE_UP_S = 60.0
 LAG_SLICE = 250  # partitions whose lag gauge one loop turn updates (``_publish_lag``)
-STILL_MIN_S = 1.0  # a process standing still less long is a busy machine's scheduling, not a freeze
+STILL_MIN_S = 2.0  # a process standing still less long is a busy machine's scheduling, not a freeze
 
 
 class Watches(GroupMember):

@@ -145,7 +145,7 @@ def test_a_worker_frozen_past_its_session_copies_nothing_again_on_waking(
     produce(kafka["source"], 300, start=200)
     wait_until(lambda: all_copied(kafka) and committed(kafka) == {p: 500 for p in range(PARTITIONS)},
                what="a copying everything", alive=(a,))
-    wait_until(lambda: b.worker.loop_watch.stood_still() >= 1.5, what="b frozen long enough to tell")
+    wait_until(lambda: b.worker.loop_watch.stood_still() >= 2.5, what="b frozen long enough to tell")
     kafka.thaw("b")  # SIGCONT: its first fetch comes before the group's word that the partitions moved
     wait_until(lambda: "copying held: the worker's process stood still" in caplog.text, what="b holding",
                alive=(a, b))
