@@ -15,8 +15,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient
 from procs import Child, StepFailed, progress
+
+from replicator.kafka.topics import watermarks
 
 STOP_TIMEOUT_S = 60.0
 
@@ -59,10 +61,9 @@ def restart(source: str, target: str, sources: list[TopicPartition], replicas: l
 
 
 def _ends(bootstrap: str, partitions: list[TopicPartition]) -> dict[tuple[str, int], int]:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-    futures = admin.list_offsets(dict.fromkeys(partitions, latest), request_timeout=30)
-    return {(tp.topic, tp.partition): future.result(40).offset for tp, future in futures.items()}
+    marks = watermarks(AdminClient({"bootstrap.servers": bootstrap}), [(tp.topic, tp.partition) for tp in partitions],
+                       timeout=30)
+    return {key: high for key, (_low, high) in marks.items()}
 
 
 def _mark(bootstrap: str, partitions: list[TopicPartition], marker: bytes) -> None:
