@@ -103,6 +103,7 @@ class FakeCluster:
         # topics over a slow link); ``waiting`` counts the calls held now.
         self.gates: dict[str, threading.Event] = {}
         self.waiting: Counter[str] = Counter()
+        self.answered: Counter[str] = Counter()  # requests answered, by name
 
     @property
     def bootstrap_servers(self) -> str:
@@ -133,6 +134,7 @@ class FakeCluster:
             gate = self.gates.get(name)
             if gate is not None:
                 self.waiting[name] += 1
+            self.answered[request] += 1
         if gate is not None:
             gate.wait()
             with self.lock:

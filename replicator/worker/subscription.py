@@ -68,7 +68,8 @@ class Look:
     limit_of: dict[str, int] = field(default_factory=dict)
     held: str | None = None  # why the route must stop: a failover holds it
     paused: frozenset[str] = frozenset()  # topics the operator paused: subscribed, not fetched
-    ends: dict[tuple[str, int], int] = field(default_factory=dict)  # owned partitions' readable ends (stable)
+    # Owned partitions' readable ends (stable); None: not asked this look (see ``start_look``).
+    ends: dict[tuple[str, int], int] | None = None
 
 
 class Subscription:
@@ -134,7 +135,8 @@ class Subscription:
     def start_look(self, owned: list[tuple[str, int]] | None = None) -> None:
         """Start looking at the route's topics in a thread of its own, unless a look is under way: the
         metadata of thousands of topics, their ids, creating target topics, the state DB's rows of them --
-        calls that must not hold the copy up."""
+        calls that must not hold the copy up. With ``owned`` it also reads those partitions' readable ends
+        (``Look.ends``)."""
         if self._look is not None:
             return
         self._next = time.monotonic() + self.refresh_seconds
@@ -147,8 +149,8 @@ class Subscription:
             started = time.monotonic()
             try:
                 found = self._look_at_topics(known, ensure, seen)
-                if owned and found.held is None:
-                    found = dataclasses.replace(found, ends=self._readable_ends(owned))
+                if owned is not None and found.held is None:
+                    found = dataclasses.replace(found, ends=self._readable_ends(owned) if owned else {})
                 metrics.TOPIC_REFRESH.labels(self.route.name).observe(time.monotonic() - started)
                 future.set_result(found)
             except BaseException as exc:  # noqa: BLE001 - handed to the loop, which reports it

@@ -39,6 +39,7 @@ class Watches(GroupMember):
     _lag_pending: list[TP]  # the partitions the lag gauges' pass under way has still to see
     _lag_counts: dict[PartitionState, int]  # that pass's partitions by state so far
     _ends: dict[TP, int]  # each owned partition's readable end, as the last topic refresh that could read it saw
+    _ends_at: float  # when the next look reads them
 
     def _watch_outage(self) -> None:
         """The source out of reach for ``outage_hold`` s: the group may have given this worker's partitions to
@@ -87,6 +88,17 @@ class Watches(GroupMember):
         if self.holding:
             reason, self.holding = self.holding, None
             self._renew_clients(f"{reason}: joining the group anew before copying again")
+
+    def _ends_wanted(self) -> list[TP] | None:
+        """What the look about to start reads the ends of: every partition owned (or being placed), once every
+        ``timeouts.lag`` s (counted from a look that had any); None in between."""
+        now = time.monotonic()
+        if now < self._ends_at:
+            return None
+        owned = sorted(set(self.inflight.ledgers) | self.unplaced)
+        if owned:
+            self._ends_at = now + self.timeouts.lag
+        return owned
 
     def _watch_stuck(self, ends: dict[TP, int]) -> None:
         """Owned partitions the source has records for past their fetch position, which has not moved for

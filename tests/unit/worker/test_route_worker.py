@@ -507,6 +507,22 @@ def test_the_lag_gauges_follow_the_records_not_yet_copied(kafka: FakeKafka) -> N
     assert_nothing_lost(kafka)
 
 
+def test_an_idle_worker_reads_its_partitions_ends_once_a_lag_interval_not_at_every_look(kafka: FakeKafka) -> None:
+    """Found by bench/scale.py: every 5 s look read the ends of all 2,000 owned partitions (one ListOffsets, whose
+    futures confluent-kafka resolves one by one in Python), a third of an idle worker's CPU. They serve the lag
+    gauges and the stuck watch, both on ``timeouts.lag``; the looks in between read none."""
+    produce(kafka["source"], 10)
+    source = kafka["source"]
+    worker = WorkerThread(kafka, "a", route_config(kafka), dataclasses.replace(FAST, lag=3600.0))
+    wait_until(lambda: all_copied(kafka) and len(worker.worker._ends) == PARTITIONS,
+               what="the copy, and the ends of every partition read once", alive=(worker,))
+    ends_read, looks = source.answered["list_offsets"], source.answered["list_topics"]
+    wait_until(lambda: source.answered["list_topics"] >= looks + 10, what="ten more looks", alive=(worker,))
+    assert source.answered["list_offsets"] == ends_read
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+
+
 def states_gauge() -> dict[str, float]:
     found = {state: REGISTRY.get_sample_value("mirrorflow_partitions_in_state", {"route": "r", "state": state})
              for state in ("COPYING", "CATCHING_UP", "PAUSED", "STUCK")}
