@@ -12,8 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from peers import REPO, mirrorflow_cli
 from procs import StepFailed, progress
+
+from replicator.kafka.log_ranges import ends
 
 GROUP_PREFIX = "scale-g"
 COMMIT_THREADS = 8
@@ -44,12 +47,9 @@ def commit_groups(bootstrap: str, groups: int, partitions: list[TopicPartition])
 
 def end_offsets(bootstrap: str, topics: list[str], partitions: int) -> list[TopicPartition]:
     """The source end offsets of ``topics`` (to commit as the groups' positions)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watermarks"})
-    try:
-        return [TopicPartition(t, p, consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)[1])
-                for t in topics for p in range(partitions)]
-    finally:
-        consumer.close()
+    asked = [(t, p) for t in topics for p in range(partitions)]
+    found = ends(AdminClient({"bootstrap.servers": bootstrap}), bootstrap, asked)
+    return [TopicPartition(t, p, found[(t, p)]) for t, p in asked]
 
 
 def timed_cli_runs(work: Path, name: str, args: list[str], runs: int) -> dict[str, Any]:

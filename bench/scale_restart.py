@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from procs import Child, StepFailed, progress
 
-from replicator.kafka.topics import watermarks
+from replicator.kafka.log_ranges import watermarks
 
 STOP_TIMEOUT_S = 60.0
 

@@ -2,13 +2,18 @@
 
 The failover's fence watch and its RPO ask the same two things of the source: where
 each partition ends (the high watermark, or the last stable offset below an open
-transaction), and how many records -- not transaction markers -- a range holds.
+transaction), and how many records -- not transaction markers -- a range holds. A worker
+placing partitions asks where each log starts and ends (``watermarks``); its lag gauges, where
+each ends (``ends``). Every such read is one ListOffsets request per broker for all the
+partitions asked (``_asked``), never a round trip per partition.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any, cast
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -19,6 +24,30 @@ from replicator.kafka.admin import error_name, error_text
 from replicator.kafka.clients import admin_settings
 
 TIMEOUT_S = 15.0
+# confluent-kafka's own stubs leave these two untyped.
+EARLIEST = cast(Callable[[], OffsetSpec], OffsetSpec.earliest)()
+LATEST = cast(Callable[[], OffsetSpec], OffsetSpec.latest)()
+
+
+def _asked(admin: AdminClient, partitions: Sequence[Partition], spec: OffsetSpec, timeout: float,
+           stable: bool = False) -> dict[Partition, Future[Any]]:
+    """Send one ListOffsets of ``spec`` for all ``partitions`` (to each leader); each partition's answer to come."""
+    isolation = IsolationLevel.READ_COMMITTED if stable else IsolationLevel.READ_UNCOMMITTED
+    asked = dict.fromkeys((TopicPartition(t, p) for t, p in partitions), spec)
+    listed = admin.list_offsets(asked, isolation_level=isolation, request_timeout=timeout)
+    return {(tp.topic, tp.partition): future for tp, future in listed.items()}
+
+
+def watermarks(admin: AdminClient, partitions: Sequence[Partition],
+               timeout: float = 10.0) -> dict[Partition, tuple[int, int]]:
+    """(log start, log end) of each partition: both requests in flight at once (2,000 partitions over a 50 ms
+    link: 0.1 s, not 200 s). KafkaException when one cannot be read (a partition without a leader for now: the
+    caller asks again)."""
+    if not partitions:
+        return {}
+    starts, ends_ = _asked(admin, partitions, EARLIEST, timeout), _asked(admin, partitions, LATEST, timeout)
+    return {key: (starts[key].result(timeout=timeout + 5).offset, ends_[key].result(timeout=timeout + 5).offset)
+            for key in partitions}
 
 
 def ends(admin: AdminClient, cluster: str, partitions: Sequence[Partition],
@@ -27,17 +56,14 @@ def ends(admin: AdminClient, cluster: str, partitions: Sequence[Partition],
     the oldest transaction still open in it (the high watermark when none is)."""
     if not partitions:
         return {}
-    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-    asked = {TopicPartition(t, p): latest for t, p in partitions}
-    isolation = IsolationLevel.READ_COMMITTED if stable else IsolationLevel.READ_UNCOMMITTED
     out: dict[Partition, int] = {}
-    for tp, future in admin.list_offsets(asked, isolation_level=isolation, request_timeout=TIMEOUT_S).items():
+    for (topic, partition), future in _asked(admin, partitions, LATEST, TIMEOUT_S, stable).items():
         try:
-            out[(tp.topic, tp.partition)] = future.result(timeout=TIMEOUT_S + 5).offset
+            out[(topic, partition)] = future.result(timeout=TIMEOUT_S + 5).offset
         except KafkaException as exc:
             if error_name(exc) == "UNKNOWN_TOPIC_OR_PART":
                 continue
-            raise ClusterError(f"cluster {cluster!r}: end of {tp.topic}-{tp.partition}: {error_text(exc)}") from None
+            raise ClusterError(f"cluster {cluster!r}: end of {topic}-{partition}: {error_text(exc)}") from None
     return out
 
 

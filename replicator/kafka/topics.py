@@ -9,21 +9,16 @@ source grew), copying the few topic configs that change what a topic can hold.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import cast
+from collections.abc import Mapping
 
-from confluent_kafka import KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from replicator.errors import ClusterError
 from replicator.kafka.topic_describes import describe_topic_configs
 from replicator.logs import listed
 
 log = logging.getLogger(__name__)
-
-# confluent-kafka's own stubs leave these two untyped.
-EARLIEST = cast(Callable[[], OffsetSpec], OffsetSpec.earliest)()
-LATEST = cast(Callable[[], OffsetSpec], OffsetSpec.latest)()
 
 # What a replica must share with its source to hold the same records; the rest
 # (and ACLs) is the metadata sync's job. message.timestamp.type is left out on
@@ -39,21 +34,6 @@ def source_partitions(admin: AdminClient, timeout: float = 10.0) -> dict[str, in
     except KafkaException as exc:
         raise ClusterError(f"cannot list topics: {exc.args[0].str()}", retriable=True) from exc
     return {name: len(t.partitions) for name, t in meta.topics.items() if t.error is None}
-
-
-def watermarks(admin: AdminClient, partitions: list[tuple[str, int]],
-               timeout: float = 10.0) -> dict[tuple[str, int], tuple[int, int]]:
-    """(log start, log end) of each partition: two ListOffsets requests per broker for all of them, not two
-    round trips per partition (2,000 partitions over a 50 ms link: 0.1 s, not 200 s). KafkaException when
-    one cannot be read (a partition without a leader for now: the caller asks again)."""
-    if not partitions:
-        return {}
-    tps = [TopicPartition(topic, number) for topic, number in partitions]
-    starts = admin.list_offsets(dict.fromkeys(tps, EARLIEST), request_timeout=timeout)
-    ends = admin.list_offsets(dict.fromkeys(tps, LATEST), request_timeout=timeout)
-    low = {(tp.topic, tp.partition): future.result(timeout=timeout + 5).offset for tp, future in starts.items()}
-    high = {(tp.topic, tp.partition): future.result(timeout=timeout + 5).offset for tp, future in ends.items()}
-    return {key: (low[key], high[key]) for key in partitions}
 
 
 def _copied_configs(admin: AdminClient, topics: list[str]) -> dict[str, dict[str, str]]:

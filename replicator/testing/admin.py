@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from confluent_kafka import IsolationLevel, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic, OffsetSpec
 
-from replicator.kafka.topics import EARLIEST
+from replicator.kafka.log_ranges import EARLIEST
 from replicator.testing.cluster import FakeCluster
 from replicator.testing.login import FakeLogin
 from replicator.testing.process import FakeProcess

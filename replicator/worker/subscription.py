@@ -19,9 +19,9 @@ from replicator.domain.naming import sync_topic_name
 from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError
 from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, admin_settings
-from replicator.kafka.log_ranges import ends
+from replicator.kafka.log_ranges import ends, watermarks
 from replicator.kafka.topic_describes import message_limits, topic_ids
-from replicator.kafka.topics import create_sync_topic, ensure_target_topics, source_partitions, watermarks
+from replicator.kafka.topics import create_sync_topic, ensure_target_topics, source_partitions
 from replicator.logs import listed
 from replicator.state.route_link import StateLink
 from replicator.worker import metrics
@@ -243,7 +243,7 @@ class Subscription:
         return True
 
     def watermarks(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
-        """(log start, log end) of source partitions, read in one go (see ``kafka.topics.watermarks``)."""
+        """(log start, log end) of source partitions, read in one go (see ``kafka.log_ranges.watermarks``)."""
         assert self._source is not None
         return watermarks(self._source, partitions)
 

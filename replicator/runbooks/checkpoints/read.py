@@ -36,8 +36,8 @@ from replicator.kafka.admin import cluster_metadata
 from replicator.kafka.clients import admin_settings
 from replicator.kafka.group_offsets import Asked, for_each_group, read_committed
 from replicator.kafka.groups import active_members, list_groups
-from replicator.kafka.log_ranges import ends
-from replicator.kafka.topics import source_partitions, watermarks
+from replicator.kafka.log_ranges import ends, watermarks
+from replicator.kafka.topics import source_partitions
 from replicator.runbooks.checkpoints.syncs import SyncLog
 
 _log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""kafka.topics.watermarks: every partition's log start and end in one request each (on the fakes)."""
+"""kafka.log_ranges.watermarks: every partition's log start and end in one request each (on the fakes)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from replicator.kafka.topics import watermarks
+from replicator.kafka.log_ranges import watermarks
 from replicator.testing import FakeKafka
 from replicator.testing.admin import FakeAdmin
 

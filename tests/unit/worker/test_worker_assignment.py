@@ -11,7 +11,7 @@ from confluent_kafka.admin import AdminClient
 from prometheus_client import REGISTRY
 
 from replicator.domain.commit_metadata import encode_note
-from replicator.kafka.topics import watermarks
+from replicator.kafka.log_ranges import watermarks
 from replicator.testing import FakeKafka
 from replicator.testing.admin import FakeAdmin
 from replicator.testing.consumer import FakeConsumer
