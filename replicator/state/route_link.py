@@ -7,6 +7,11 @@ with what the DB last said (a hold is unknown: see :meth:`StateLink.held`), and 
 when it answers; each is an upsert, so one stored twice (its first answer was lost on
 the way back) is harmless. While it is away, it is asked again every ``retry_seconds``
 and only once each time, so the hot path that calls here is not held up by retries.
+
+The copy loop's own writes (the partitions it placed, the states it found them in, lost
+ranges, topics created again) never wait for the DB: they are posted, in order, and a
+thread of the link's own stores them at once. A DB that hangs mid-statement holds that
+thread, and the topic refresh's reads behind it, never the copy.
 """
 
 from __future__ import annotations
@@ -57,6 +62,11 @@ class StateLink:
         # a time, so kept writes are stored once each and in order.
         self._lock = threading.RLock()
         self.worker: str | None = None  # the worker's name, recorded as the owner of what it places
+        self._posted: deque[_Write] = deque()  # the copy loop's writes, not yet kept (appended without the lock)
+        self._wake = threading.Event()
+        self._closing = False
+        self._writer: threading.Thread | None = None
+        self._writer_started = threading.Lock()  # not ``_lock``: a hung DB call holds that one
 
     def manual_topics(self) -> tuple[set[str], set[str]]:
         """Topics added and removed by ``mirrorflow topics`` (a paused one stays subscribed: see ``paused``).
@@ -100,25 +110,25 @@ class StateLink:
             session, self.route.name, started, stopped)))
 
     def recreated(self, topic: str, detail: str) -> None:
-        """Note on the topic's row that it was deleted and created again, and is copied anew."""
-        self._write(_Write(f"status recreated topic={topic}", lambda session: repository.report_status(
+        """Note on the topic's row that it was deleted and created again, and is copied anew (posted)."""
+        self._post(_Write(f"status recreated topic={topic}", lambda session: repository.report_status(
             session, self.route.name, topic, TopicStatus.REPLICATING, detail)))
 
     def data_loss(self, topic: str, partition: int, lost: tuple[int, int]) -> None:
-        """Store an exact lost range (kept until the DB answers)."""
-        self._write(_Write(f"data_loss topic={topic} partition={partition} from={lost[0]} to_exclusive={lost[1]}",
+        """Store an exact lost range (posted; kept until the DB answers)."""
+        self._post(_Write(f"data_loss topic={topic} partition={partition} from={lost[0]} to_exclusive={lost[1]}",
                            lambda session: repository.record_data_loss(session, self.route.name, topic, partition,
                                                                        lost)))
 
     def partition_state(self, topic: str, partition: int, state: str | None, detail: str | None = None) -> None:
-        """Store what the worker found the partition in (FAULTED, STUCK; None: it copies it again)."""
-        self._write(_Write(f"partition_state topic={topic} partition={partition} state={state}",
+        """Store what the worker found the partition in (FAULTED, STUCK; None: it copies it again; posted)."""
+        self._post(_Write(f"partition_state topic={topic} partition={partition} state={state}",
                            lambda session: repository.record_partition_state(
                                session, self.route.name, topic, partition, state, detail)))
 
     def placed(self, partitions: list[tuple[str, int]], keep_state: Collection[tuple[str, int]] = ()) -> None:
         """The worker placed these partitions afresh: it owns them, and what it found them in before is over
-        (but for ``keep_state``: stuck ones it placed again stay so until they fetch)."""
+        (but for ``keep_state``: stuck ones it placed again stay so until they fetch). Posted."""
         cleared = [key for key in partitions if key not in keep_state]
 
         def work(session: Session) -> None:
@@ -126,7 +136,7 @@ class StateLink:
             if self.worker is not None:
                 repository.record_owner(session, self.route.name, self.worker, partitions)
 
-        self._write(_Write(f"placed partitions={len(partitions)}", work))
+        self._post(_Write(f"placed partitions={len(partitions)}", work))
 
     def data_losses(self) -> list[tuple[str, int, int, int]] | None:
         """(topic, partition, from, to) of each range retention deleted before the route copied it, oldest first
@@ -146,17 +156,19 @@ class StateLink:
     def close(self) -> None:
         """The worker stops: it owns nothing more. Ask the DB once more for the writes still kept; log, as an
         error, those that never reached it."""
+        self._closing = True
+        self._wake.set()
         with self._lock:
             if self.worker is not None and self._store is not None:
                 worker = self.worker
-                self._kept.append(_Write(f"stopped worker={worker}", lambda session: repository.forget_owner(
+                self._posted.append(_Write(f"stopped worker={worker}", lambda session: repository.forget_owner(
                     session, self.route.name, worker)))
             self._close()
 
     def _close(self) -> None:
         self._outage.retry_now()
         self._keep_counts()
-        if self._store is not None and self._kept and not self._flush():
+        if self._store is not None and (self._kept or self._posted) and not self._flush():
             log.error("state database unavailable at stop, these writes were not stored route=%s count=%d "
                       "writes=%s", self.route.name, len(self._kept), "; ".join(w.what for w in self._kept))
 
@@ -186,6 +198,36 @@ class StateLink:
         with self._lock:
             self._write_now(write)
 
+    def _post(self, write: _Write) -> None:
+        """A write of the copy loop: no I/O and no lock here (the link's writer thread stores it)."""
+        if self._store is None or self._closing:
+            return
+        self._posted.append(write)  # deque appends are atomic: the writer takes them in order
+        with self._writer_started:
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._store_posted, name=f"state-writes-{self.route.name}",
+                                                daemon=True)
+                self._writer.start()
+        self._wake.set()
+
+    def _store_posted(self) -> None:
+        """The writer thread: store what was posted as it comes, and ask again for what is kept while the DB is
+        away (every ``retry_seconds``), until ``close``."""
+        while not self._closing:
+            self._wake.wait(self._outage.retry_seconds or 0.1)
+            self._wake.clear()
+            with self._lock:
+                if not self._closing and (self._posted or self._kept) and self._flush():
+                    self._outage.answered()
+
+    def _take_posted(self) -> int:
+        """Move the posted writes behind the kept ones (under the lock); how many."""
+        taken = 0
+        while self._posted:
+            self._kept.append(self._posted.popleft())
+            taken += 1
+        return taken
+
     def _keep_counts(self) -> None:
         """The latest transaction counts join the kept writes, in place of older ones still kept."""
         counts, self._counts = self._counts, None
@@ -199,25 +241,27 @@ class StateLink:
     def _write_now(self, write: _Write) -> None:
         if self._store is None:
             return
-        self._kept.append(write)
+        self._posted.append(write)  # behind what the loop posted before it
         if self._flush():
             self._outage.answered()
-        else:
-            self._outage.skipped_writes += 1
 
     def _flush(self) -> bool:
-        """Store the kept writes, oldest first; False (they stay kept) when the DB does not answer."""
+        """Store the kept writes and then the posted ones, oldest first; False (they stay kept) when the DB does
+        not answer (the posted ones count as skipped)."""
+        taken = self._take_posted()
         self._keep_counts()
-        if not self._outage.may_ask():
-            return False
-        while self._kept:
-            try:
-                self._call(self._kept[0].work)
-            except _UNANSWERED as exc:
-                self._outage.failed(exc)
-                return False
-            self._kept.popleft()
-        return True
+        if self._outage.may_ask():
+            while self._kept:
+                try:
+                    self._call(self._kept[0].work)
+                except _UNANSWERED as exc:
+                    self._outage.failed(exc)
+                    break
+                self._kept.popleft()
+            else:
+                return True
+        self._outage.skipped_writes += taken
+        return False
 
     def _call(self, work: Callable[[Session], T]) -> T:
         assert self._store is not None

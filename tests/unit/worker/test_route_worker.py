@@ -674,6 +674,42 @@ def test_a_consumer_that_gets_no_more_answers_is_replaced_once_placing_has_faile
     assert committed(kafka) == {p: 50 for p in range(PARTITIONS)}
 
 
+def test_a_state_db_that_hangs_while_owners_are_recorded_never_holds_the_copy(
+        kafka: FakeKafka, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found reading placement at 2,000 partitions (0.2-0.3 s of each placing turn on SQLite): the copy loop
+    wrote the owners of what it placed, and the STUCK, FAULTED and lost-range rows, to the state DB itself. A DB
+    that hangs (a lock on the table, a server that stopped answering mid-statement) held every partition's
+    copy as long. Those writes are now the state link's, in a thread of its own: the records are copied
+    meanwhile, and the owners stored once the DB answers."""
+    from replicator.state import repository
+
+    answers = threading.Event()
+    recorded = repository.record_owner
+
+    def hung(*args: object) -> None:
+        answers.wait(60)
+        recorded(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(repository, "record_owner", hung)
+    config = route_config(kafka)
+    store = StateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    store.run(lambda session: register_routes(session, config.routes))
+    produce(kafka["source"], 20)
+    worker = WorkerThread(kafka, "a", config, worker_id="wa", store=store)
+    try:
+        wait_until(lambda: all_copied(kafka), timeout=15, what="the copy while the state DB hangs", alive=(worker,))
+        assert store.run(lambda s: partition_owners(s, "r")) == {}
+        answers.set()
+        every = {(TOPIC, p) for p in range(PARTITIONS)}
+        wait_until(lambda: set(store.run(lambda s: partition_owners(s, "r"))) == every,
+                   what="the owners stored once the DB answers", alive=(worker,))
+    finally:
+        answers.set()
+        assert worker.finish() is None
+        store.close()
+    assert_nothing_lost(kafka)
+
+
 def test_each_partition_is_recorded_with_the_worker_that_placed_it_until_that_worker_stops(
         kafka: FakeKafka, tmp_path: Path) -> None:
     """For ``status`` and the Replication page: which worker owns which partition. A worker that stops takes its
