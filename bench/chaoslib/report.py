@@ -144,10 +144,21 @@ def summary(final: Final, outcomes: Sequence[FaultOutcome]) -> str:
     return "\n".join(lines)
 
 
-def _but(final: Final) -> str:
-    """What a pass does not say by itself: crashes and records that came only after a restart."""
+def caveats(final: Final) -> list[str]:
+    """What a pass does not say by itself: crashes, and records that came only after a whole check (stalled)."""
     notes = [f"{n} worker exits the harness did not cause" for n in [sum(not e.expected for e in final.exits)] if n]
     notes += [f"{final.late} records late (missing at a check)"] if final.late else []
+    return notes
+
+
+def keeps_logs(final: Final | None, asked: bool) -> bool:
+    """Whether the run's logs stay: when asked to, and whenever the run failed or passed with caveats (a stall or a
+    crash is investigated from them; seed 26's stall of 2026-11-29 could not be, its logs were gone)."""
+    return asked or final is None or bool(failures(final) or caveats(final))
+
+
+def _but(final: Final) -> str:
+    notes = caveats(final)
     return f" (but: {'; '.join(notes)})" if notes else ""
 
 

@@ -21,7 +21,7 @@ from bench.chaoslib.context import ROUTE, TOPIC_PREFIX, Chaos, Injected, Setting
 from bench.chaoslib.faults import FAULTS, Deck
 from bench.chaoslib.producer import Verifier
 from bench.chaoslib.reader import TargetReader
-from bench.chaoslib.report import FaultOutcome, Final, as_json, failures, summary
+from bench.chaoslib.report import FaultOutcome, Final, as_json, keeps_logs, summary
 from bench.chaoslib.statedb import StateDb
 from bench.chaoslib.supervisor import Supervisor
 from bench.chaoslib.toxiproxy import ToxiproxyServer
@@ -149,7 +149,7 @@ def run(settings: Settings, progress: Progress) -> RunResult:
             still = checker.still_lost(checker.final_lost)
             outcomes = [dataclasses.replace(o, lost=still.get(o.index, 0)) for o in outcomes]
     finally:
-        kept = settings.keep or final is None or bool(failures(final))
+        kept = keeps_logs(final, settings.keep)
         if not kept and settings.work_dir is None:
             shutil.rmtree(work, ignore_errors=True)
     result = RunResult(outcomes, final, work, kept)

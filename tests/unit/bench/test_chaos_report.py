@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from bench.chaoslib.report import FaultOutcome, Final, WorkerExit, as_json, failures, kind_rows, summary, table
+from bench.chaoslib.report import (
+    FaultOutcome,
+    Final,
+    WorkerExit,
+    as_json,
+    failures,
+    keeps_logs,
+    kind_rows,
+    summary,
+    table,
+)
 
 
 def _fault(index: int, kind: str, *, lost: int = 0, missing: int = 0, dups: int = 0, flow: float | None = 1.0,
@@ -68,6 +78,20 @@ def test_summary_names_unexpected_exits_only() -> None:
     assert "w2" not in text.split("foreign")[1]
     assert text.splitlines()[-1] == ("PASSED: every record accounted for (but: 1 worker exits the harness did not "
                                      "cause; 40 records late (missing at a check))")
+
+
+@pytest.mark.parametrize(("changes", "asked", "kept"), [
+    ({}, False, False),  # a clean pass: the temp dir goes
+    ({}, True, True),  # --keep
+    ({"lost": 1}, False, True),
+    ({"late": 40}, False, True),  # a stall: its logs are how it is found out
+    ({"exits": (CRASH,)}, False, True),  # a crash the harness did not cause
+    ({"exits": (KILLED,)}, False, False),  # one it caused
+])
+def test_a_run_that_failed_or_passed_with_caveats_keeps_its_logs(changes: dict[str, object], asked: bool,
+                                                                  kept: bool) -> None:
+    assert keeps_logs(_final(**changes), asked) is kept
+    assert keeps_logs(None, False)  # the run itself broke off
 
 
 def test_json_holds_every_fault() -> None:
