@@ -102,8 +102,9 @@ class WorkerTimeouts:
     rejoin: float = 2.0  # between attempts to join while the group still holds this worker's id
     stalled: float = 60.0  # no delivery report this long while the target answers: the producer is replaced
     # Between reads of the owned partitions' ends (the lag gauges, stuck partitions): one ListOffsets of every
-    # one, whose thousands of futures confluent-kafka resolves in Python. Read at each 5 s look, they were a third
-    # of an idle worker's CPU at 2,000 partitions (bench/scale.py).
+    # one, whose thousands of futures confluent-kafka resolves in Python. Read at each 5 s look, they and the
+    # watches over them were a fifth of an idle worker's CPU at 2,000 partitions (5.5-6.0 % of a core, 4.3-4.7 %
+    # read every 10 s; bench/README.md).
     lag: float = 10.0
     close: float = 10.0  # a client that stopped getting answers is given this long to close, then left behind
     outage_hold: float = HOLD_AFTER_S  # the source out of reach this long: copying held until the worker rejoins

@@ -509,8 +509,9 @@ def test_the_lag_gauges_follow_the_records_not_yet_copied(kafka: FakeKafka) -> N
 
 def test_an_idle_worker_reads_its_partitions_ends_once_a_lag_interval_not_at_every_look(kafka: FakeKafka) -> None:
     """Found by bench/scale.py: every 5 s look read the ends of all 2,000 owned partitions (one ListOffsets, whose
-    futures confluent-kafka resolves one by one in Python), a third of an idle worker's CPU. They serve the lag
-    gauges and the stuck watch, both on ``timeouts.lag``; the looks in between read none."""
+    futures confluent-kafka resolves one by one in Python); with the watches over them, a fifth of an idle
+    worker's CPU. They serve the lag gauges and the stuck watch, both on ``timeouts.lag``; the looks in between
+    read none."""
     produce(kafka["source"], 10)
     source = kafka["source"]
     worker = WorkerThread(kafka, "a", route_config(kafka), dataclasses.replace(FAST, lag=3600.0))
