@@ -62,7 +62,9 @@ class StateLink:
         # a time, so kept writes are stored once each and in order.
         self._lock = threading.RLock()
         self.worker: str | None = None  # the worker's name, recorded as the owner of what it places
-        self._posted: deque[_Write] = deque()  # the copy loop's writes, not yet kept (appended without the lock)
+        # Writes not yet taken into ``_kept``, in the order made: the copy loop appends without the lock, the
+        # refresh's writes under it (``_write_now``); ``_flush`` takes them.
+        self._posted: deque[_Write] = deque()
         self._wake = threading.Event()
         self._closing = False
         self._writer: threading.Thread | None = None
