@@ -15,11 +15,11 @@ FAST = WorkerTimeouts(handover=2.0, shutdown=2.0, retry=0.05, backpressure_repor
                       stalled=1.0, close=0.5, outage_hold=0.5, lag=0.3)
 
 
-def route_config(kafka: FakeKafka, **route: str):  # type: ignore[no-untyped-def]
-    """A config with one route ``r`` from ``source`` to ``target`` over topic ``orders`` (options as YAML)."""
+def route_config(kafka: FakeKafka, topics: str = "[orders]", **route: str):  # type: ignore[no-untyped-def]
+    """A config with one route ``r`` from ``source`` to ``target`` over ``topics`` (options as YAML)."""
     options = "".join(f", {key}: {value}" for key, value in route.items())
     return parse_config(kafka.config_yaml(
-        f"  - {{name: r, source: source, target: target, topics: [orders], sla: {{heartbeats: false}}{options}}}\n"))
+        f"  - {{name: r, source: source, target: target, topics: {topics}, sla: {{heartbeats: false}}{options}}}\n"))
 
 
 class WorkerThread:

@@ -79,9 +79,15 @@ class FakeConsumer(FakeLogin):
 
     def subscribe(self, topics: list[str], on_assign: Callback = None, on_revoke: Callback = None,
                   on_lost: Callback = None) -> None:
-        """Join the group with these topics; callbacks run from ``consume``."""
+        """Join the group with these topics; callbacks run from ``consume``. A consumer in librdkafka's fatal
+        state refuses (as ``unsubscribe`` does)."""
+        self._refuse_if_fatal()
         self.callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
         self._join(topics)
+
+    def _refuse_if_fatal(self) -> None:
+        if self.fatal is not None:
+            raise KafkaException(KafkaError(KafkaError._FATAL, "Failed to set subscription: Local: Fatal error"))
 
     def _join(self, topics: list[str]) -> None:
         self.joined = True
@@ -93,6 +99,7 @@ class FakeConsumer(FakeLogin):
 
     def unsubscribe(self) -> None:
         """Subscribe to nothing: everything owned is revoked at the next ``consume``."""
+        self._refuse_if_fatal()
         self._join([])
 
     def _serve_group(self) -> None:

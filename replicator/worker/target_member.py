@@ -77,11 +77,14 @@ class TargetMember(RouteWorker):
     def _subscribe(self, topics: list[str]) -> None:
         """Join with the target topics of ``topics`` (source topics): the group gives target partitions."""
         targets = sorted({self.subscription.target_of[t] for t in topics if t in self.subscription.target_of})
-        if targets:
-            self.member.subscribe(targets, on_assign=self._on_target_assign, on_revoke=self._on_target_revoke,
-                                  on_lost=self._on_target_lost)
-        else:
-            self.member.unsubscribe()
+        try:
+            if targets:
+                self.member.subscribe(targets, on_assign=self._on_target_assign, on_revoke=self._on_target_revoke,
+                                      on_lost=self._on_target_lost)
+            else:
+                self.member.unsubscribe()
+        except KafkaException as exc:
+            self._subscription_refused(f"member of {positions_group_id(self.route)}", exc)
 
     def _consume(self, count: int, timeout: float) -> list[Message]:
         self._serve_member()

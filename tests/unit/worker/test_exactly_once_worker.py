@@ -189,6 +189,39 @@ def test_a_zombie_cannot_commit_its_open_transaction(kafka: FakeKafka, caplog: p
     assert_exactly_once(kafka)
 
 
+def test_a_topic_found_while_the_worker_id_is_still_held_in_the_positions_group_waits_for_the_rejoin(
+        kafka: FakeKafka) -> None:
+    """As on an at-least-once route (found by the fault harness): the member of the positions group refused
+    while its id is held, a topic found then must not stop the worker."""
+    config = route_config(kafka, topics="['orders.*']", guarantee="exactly-once", transactions="{interval_ms: 50}")
+    produce(kafka["source"], 50)
+    first = WorkerThread(kafka, "first", config, FAST, worker_id="w1", kind=ExactlyOnceWorker)
+    wait_until(lambda: all_visible(kafka, 50), what="the first copy", alive=(first,))
+    kafka.kill("first", expire=False)  # SIGKILL: the positions group holds its id until the session times out
+    again = WorkerThread(kafka, "again", config, dataclasses.replace(FAST, rejoin=0.5), worker_id="w1",
+                         kind=ExactlyOnceWorker)
+    wait_until(lambda: again.worker.id_held_since is not None, what="the id refused", alive=(again,))
+    kafka["source"].create_topic("orders.late", 1)
+    for n in range(20):
+        kafka["source"].append("orders.late", 0, None, f"late-{n}".encode())
+    wait_until(lambda: "orders.late" in again.worker.subscription.partitions, what="the new topic subscribed",
+               alive=(again,))
+    kafka.expire("first")
+
+    def late_visible() -> list[bytes | None]:
+        if "source.orders.late" not in kafka["target"].topics:
+            return []
+        reader = FakeConsumer({"group.id": "reader", "isolation.level": "read_committed"}, kafka["target"])
+        reader.incremental_assign([TopicPartition("source.orders.late", 0, OFFSET_BEGINNING)])
+        return [m.value() for m in reader.consume(1_000, 0)]
+
+    wait_until(lambda: len(late_visible()) == 20 and all_visible(kafka, 50),
+               what="both topics copied after the id came back", alive=(again,))
+    assert again.finish() is None
+    assert_exactly_once(kafka)
+    assert late_visible() == [f"late-{n}".encode() for n in range(20)]
+
+
 def test_a_second_worker_with_the_same_id_fences_the_first_which_takes_its_producer_back(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
     """b's producer fences a's (same transactional id) while b waits for its worker id, which a holds in the

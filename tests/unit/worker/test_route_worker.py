@@ -222,6 +222,32 @@ def test_a_worker_restarted_under_its_id_after_a_crash_joins_once_the_id_is_rele
     assert_nothing_lost(kafka)
 
 
+def test_a_topic_found_while_the_worker_id_is_still_held_waits_for_the_rejoin(kafka: FakeKafka) -> None:
+    """Found by the fault harness: while the group still held the worker's id (its consumer fatal, a new one due
+    at the next rejoin), the topic refresh found a new topic and subscribed the fatal consumer. librdkafka refuses
+    that ("Failed to set subscription: Local: Fatal error"), and the worker stopped on an internal error."""
+    config = route_config(kafka, topics="['orders.*']")
+    produce(kafka["source"], 100)
+    first = WorkerThread(kafka, "first", config, worker_id="w1")
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(first,))
+    kafka.kill("first", expire=False)  # SIGKILL: the group holds its id until the session times out
+    again = WorkerThread(kafka, "again", config, dataclasses.replace(FAST, rejoin=0.5), worker_id="w1")
+    wait_until(lambda: again.worker.id_held_since is not None, what="the id refused", alive=(again,))
+    kafka["source"].create_topic("orders.late", 1)
+    for n in range(20):
+        kafka["source"].append("orders.late", 0, None, f"late-{n}".encode())
+    wait_until(lambda: "orders.late" in again.worker.subscription.partitions, what="the new topic subscribed",
+               alive=(again,))
+    kafka.expire("first")
+    wait_until(lambda: "source.orders.late" in kafka["target"].topics
+               and len(kafka["target"].records("source.orders.late", 0)) >= 20 and all_copied(kafka),
+               what="both topics copied after the id came back", alive=(again,))
+    assert again.finish() is None
+    assert_nothing_lost(kafka)
+    assert [r.value for r in kafka["target"].records("source.orders.late", 0)][:20] == \
+        [f"late-{n}".encode() for n in range(20)]
+
+
 def test_a_partition_added_to_a_source_topic_waits_for_its_target_partition(kafka: FakeKafka) -> None:
     """Found by the fault harness: the group assigns a new source partition at once, before any worker
     grew the target topic; producing to it failed with "Local: Unknown partition" and stopped the route."""
