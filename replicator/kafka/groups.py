@@ -1,10 +1,10 @@
-"""Consumer groups of a cluster: their ids, how many active members each has, and asking again while a
-fresh coordinator settles (the runbooks, and a worker's start, ask)."""
+"""Consumer groups of a cluster: their ids, and asking again while a fresh coordinator settles (the runbooks,
+and a worker's start, ask). How many members each has: replicator.kafka.group_members."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TypeVar
 
 from confluent_kafka import KafkaException
@@ -46,20 +46,3 @@ def list_groups(admin: AdminClient, what: str, timeout: float = 15.0) -> list[st
         return sorted({g.group_id for g in result.valid})
 
     return settled(listing, f"{what}: list consumer groups")
-
-
-def active_members(admin: AdminClient, groups: Iterable[str], what: str, timeout: float = 15.0) -> dict[str, int]:
-    """Active members of each group (0 for a group that is empty or does not exist)."""
-    out = {}
-    for group in sorted(set(groups)):
-        def describe(group: str = group) -> int:
-            future = admin.describe_consumer_groups([group], request_timeout=timeout)[group]
-            try:
-                return len(future.result(timeout + 5).members)
-            except KafkaException as exc:
-                if exc.args[0].name() == "GROUP_ID_NOT_FOUND":
-                    return 0
-                raise
-
-        out[group] = settled(describe, f"{what}: describe consumer group {group!r}")
-    return out

@@ -16,7 +16,8 @@ from replicator.domain.naming import group_id, positions_group_id
 from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import admin_client, cluster_metadata
 from replicator.kafka.clients import admin_settings
-from replicator.kafka.groups import active_members, list_groups
+from replicator.kafka.group_members import active_members
+from replicator.kafka.groups import list_groups
 from replicator.waiting import until_answers
 
 
@@ -89,11 +90,11 @@ def check_one_guarantee(config: Config, route: RouteConfig) -> None:
         cluster, group, other = route.source, group_id(route), "at-least-once"
     else:
         cluster, group, other = route.target, positions_group_id(route), "exactly-once"
-    admin = admin_client(admin_settings(config.cluster(cluster).client_properties()))
+    properties = config.cluster(cluster).client_properties()
     what = f"route {route.name}: cluster {cluster!r}"
-    if group not in list_groups(admin, what):  # (no coordinator to find: quick on a fresh cluster)
+    if group not in list_groups(admin_client(admin_settings(properties)), what):  # (quick on a fresh cluster)
         return
-    members = active_members(admin, [group], what)[group]
+    members = active_members(properties, [group], what)[group]
     if members:
         raise UsageError(
             f"route {route.name}: {members} worker(s) of this route run {other} (members of group {group!r} on "

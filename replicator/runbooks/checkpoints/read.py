@@ -34,8 +34,9 @@ from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import cluster_metadata
 from replicator.kafka.clients import admin_settings
+from replicator.kafka.group_members import active_members
 from replicator.kafka.group_offsets import Asked, for_each_group, read_committed
-from replicator.kafka.groups import active_members, list_groups
+from replicator.kafka.groups import list_groups
 from replicator.kafka.log_ranges import ends, watermarks
 from replicator.kafka.topics import source_partitions
 from replicator.runbooks.checkpoints.syncs import SyncLog
@@ -171,7 +172,7 @@ def _manual_topics(config: Config, route: RouteConfig) -> tuple[set[str], set[st
 
 def _plan_targets(target: dict[str, str], checkpoints: list[Checkpoint], what: str) -> list[TargetOffset]:
     translated = {c.group for c in checkpoints if c.translated}
-    members = active_members(AdminClient(admin_settings(target)), translated, what) if translated else {}
+    members = active_members(target, translated, what)
     own = {group: list(items) for group, items in groupby(checkpoints, key=lambda c: c.group)}
 
     def current(group: str) -> dict[Partition, int]:

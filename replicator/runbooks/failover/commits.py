@@ -12,16 +12,13 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 
-from confluent_kafka.admin import AdminClient
-
 from replicator.config import Config, RouteConfig
 from replicator.domain.checkpoint import Partition
 from replicator.domain.resume_point import GroupCommit, ResumePoint, offsets_to_write, plan_commits
 from replicator.domain.target_group import TargetOutcome
 from replicator.errors import ClusterError
-from replicator.kafka.clients import admin_settings
+from replicator.kafka.group_members import active_members
 from replicator.kafka.group_offsets import commit, for_each_group, read_committed
-from replicator.kafka.groups import active_members
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +31,7 @@ def plan(config: Config, route: RouteConfig, points: Sequence[ResumePoint]) -> t
     """What becomes of each point, from the target groups' members and committed offsets now."""
     properties, what = _target(config, route)
     groups = sorted({p.group for p in points if p.target_offset is not None})
-    members = active_members(AdminClient(admin_settings(properties)), groups, what) if groups else {}
+    members = active_members(properties, groups, what)
     committed = for_each_group(lambda g: read_committed(properties, g, _partitions(points, g), what),
                                [g for g in groups if not members[g]])
     return plan_commits(points, members, committed)

@@ -22,7 +22,7 @@ from replicator.domain.naming import group_id, positions_group_id
 from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import cluster_metadata
 from replicator.kafka.clients import admin_settings
-from replicator.kafka.groups import active_members
+from replicator.kafka.group_members import active_members
 from replicator.kafka.log_ranges import count_records, ends
 from replicator.kafka.route_status import PartitionStatus, route_status
 
@@ -47,8 +47,8 @@ def workers_group(route: RouteConfig) -> tuple[str, str]:
 def route_workers(config: Config, route: RouteConfig) -> int:
     """Active members of the route's workers' group: its running workers."""
     cluster, group = workers_group(route)
-    admin = AdminClient(admin_settings(config.cluster(cluster).client_properties()))
-    return active_members(admin, [group], f"route {route.name}: cluster {cluster!r}")[group]
+    properties = config.cluster(cluster).client_properties()
+    return active_members(properties, [group], f"route {route.name}: cluster {cluster!r}")[group]
 
 
 def measure_lags(config: Config, route: RouteConfig,

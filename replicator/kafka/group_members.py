@@ -1,0 +1,118 @@
+"""How many active members consumer groups have, asked by a child process.
+
+librdkafka 2.16 can abort the whole process while it describes a group (ConsumerGroupDescribe, the
+``describe_consumer_groups`` of its admin client): "rdkafka_queue.h: rd_kafka_enq_once_del_source_return:
+Assertion `eonce->refcnt > 0' failed", SIGABRT. It happens when the group's coordinator restarts during the
+request: two processes describing a group every 0.3 s beside a broker stopped and started at random both
+aborted within three restarts, and workers that described their group died so at a source restart in the
+fault harness (bench/README.md: "What two runs of 2026-11-29 found"). Listing topics or offsets the same way
+lived through every restart.
+
+The runbooks ask it while a cluster is in trouble (a failover's check for running workers, its commits), so
+the describe runs in a child process: an abort there is a clear error of the command (asked again once, the
+abort being a race with the restart), never the command's death. Settings, secrets included, go to the child on
+its stdin, not its command line.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from replicator.errors import ClusterError
+
+# The child: this module run as a program (tests replace it with one that fails as librdkafka does).
+CHILD = [sys.executable, "-m", __name__]
+ASKED_AGAIN_AFTER_ABORT = 1
+STARTING_S = 30.0  # the child's interpreter and confluent-kafka, on a busy machine
+SETTLING_S = 20.0  # replicator.kafka.groups.settled's patience, per group
+
+
+def active_members(properties: Mapping[str, str], groups: Iterable[str], what: str,
+                   timeout: float = 15.0) -> dict[str, int]:
+    """Active members of each group (0 for a group that is empty or does not exist), on the cluster of client
+    ``properties``; ``what`` names the cluster in errors (ClusterError, ``retriable`` when worth asking again)."""
+    wanted = sorted(set(groups))
+    if not wanted:
+        return {}
+    request = json.dumps({"properties": dict(properties), "groups": wanted, "what": what, "timeout": timeout})
+    bound = STARTING_S + len(wanted) * (timeout + 5 + SETTLING_S)
+    for asked in range(ASKED_AGAIN_AFTER_ABORT + 1):
+        try:
+            done = subprocess.run(CHILD, input=request, capture_output=True, text=True, timeout=bound, check=False)
+        except subprocess.TimeoutExpired:
+            raise ClusterError(f"{what}: describe consumer groups: no answer in {bound:.0f} s",
+                               retriable=True) from None
+        answer = _answer(done.stdout)
+        if answer is not None:
+            if "error" in answer:
+                raise ClusterError(str(answer["error"]), retriable=bool(answer["retriable"]))
+            return {group: int(answer["members"][group]) for group in wanted}
+        if done.returncode >= 0 or asked == ASKED_AGAIN_AFTER_ABORT:
+            break
+    how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
+    raise ClusterError(f"{what}: describe consumer groups: the Kafka client died ({how}): {_why(done.stderr)}",
+                       retriable=done.returncode < 0)
+
+
+def _answer(stdout: str) -> dict[str, Any] | None:
+    """The child's answer: its one JSON line, None when it died before writing it."""
+    try:
+        answer = json.loads(stdout)
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+def _why(stderr: str) -> str:
+    """The line that says why the child died: librdkafka's failed assertion, else its last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    said = next((line for line in reversed(lines) if "Assertion" in line), lines[-1] if lines else "no output")
+    return said[:300]
+
+
+def _describe(properties: dict[str, Any], groups: list[str], what: str, timeout: float) -> dict[str, int]:
+    """In the child: each group described by one admin client."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    from replicator.kafka.groups import settled
+
+    admin = AdminClient(properties)
+    out = {}
+    for group in groups:
+        def describe(group: str = group) -> int:
+            future = admin.describe_consumer_groups([group], request_timeout=timeout)[group]
+            try:
+                return len(future.result(timeout + 5).members)
+            except KafkaException as exc:
+                if exc.args[0].name() == "GROUP_ID_NOT_FOUND":
+                    return 0
+                raise
+
+        out[group] = settled(describe, f"{what}: describe consumer group {group!r}", SETTLING_S)
+    return out
+
+
+def main() -> None:
+    """The child: a request on stdin, one JSON line on stdout (the members, or the error to raise)."""
+    from confluent_kafka import KafkaException
+
+    request = json.load(sys.stdin)
+    what = request["what"]
+    try:
+        members = _describe(request["properties"], request["groups"], what, float(request["timeout"]))
+    except ClusterError as exc:
+        print(json.dumps({"error": str(exc), "retriable": exc.retriable}))
+        return
+    except KafkaException as exc:  # the admin client refused the settings
+        print(json.dumps({"error": f"{what}: {exc.args[0].str()}", "retriable": False}))
+        return
+    print(json.dumps({"members": members}))
+
+
+if __name__ == "__main__":
+    main()
