@@ -1,4 +1,4 @@
-"""How many active members consumer groups have, asked by a child process.
+"""How many active members consumer groups have, and what a group gave one member, asked by a child process.
 
 librdkafka 2.16 can abort the whole process while it describes a group (ConsumerGroupDescribe, the
 ``describe_consumer_groups`` of its admin client): "rdkafka_queue.h: rd_kafka_enq_once_del_source_return:
@@ -8,9 +8,10 @@ aborted within three restarts, and workers that described their group died so at
 fault harness (bench/README.md: "What two runs of 2026-11-29 found"). Listing topics or offsets the same way
 lived through every restart.
 
-The runbooks ask it while a cluster is in trouble (a failover's check for running workers, its commits), so
-the describe runs in a child process: an abort there is a clear error of the command (asked again once, the
-abort being a race with the restart), never the command's death. Settings, secrets included, go to the child on
+The runbooks ask it while a cluster is in trouble (a failover's check for running workers, its commits), and a
+worker asks what the group gave it every minute (``domain.withheld``), so the describe runs in a child process:
+an abort there is a clear error (asked again once, the abort being a race with the restart), never the death of
+the command or the worker. Settings, secrets included, go to the child on
 its stdin, not its command line.
 """
 
@@ -38,11 +39,29 @@ def active_members(properties: Mapping[str, str], groups: Iterable[str], what: s
     wanted = sorted(set(groups))
     if not wanted:
         return {}
-    request = json.dumps({"properties": dict(properties), "groups": wanted, "what": what, "timeout": timeout})
-    bound = STARTING_S + len(wanted) * (timeout + 5 + SETTLING_S)
+    answer = _ask({"ask": "members", "properties": dict(properties), "groups": wanted, "what": what,
+                   "timeout": timeout}, what, STARTING_S + len(wanted) * (timeout + 5 + SETTLING_S))
+    return {group: int(answer["members"][group]) for group in wanted}
+
+
+def member_assignment(properties: Mapping[str, str], group: str, member_id: str, what: str,
+                      timeout: float = 5.0) -> tuple[set[tuple[str, int]], set[tuple[str, int]]] | None:
+    """(the member's target assignment, what the group's other members own) as the coordinator says (KIP-848:
+    ConsumerGroupDescribe), asked once; None when the group does not know the member (yet, or any more)."""
+    answer = _ask({"ask": "assignment", "properties": dict(properties), "group": group, "member": member_id,
+                   "what": what, "timeout": timeout}, what, STARTING_S + timeout + 5)
+    if answer["mine"] is None:
+        return None
+    return {(t, p) for t, p in answer["mine"]}, {(t, p) for t, p in answer["others"]}
+
+
+def _ask(request: dict[str, Any], what: str, bound: float) -> dict[str, Any]:
+    """The child's answer to ``request``; its error, its death (asked again once after a signal) or no answer
+    within ``bound`` s as a ClusterError naming ``what``."""
     for asked in range(ASKED_AGAIN_AFTER_ABORT + 1):
         try:
-            done = subprocess.run(CHILD, input=request, capture_output=True, text=True, timeout=bound, check=False)
+            done = subprocess.run(CHILD, input=json.dumps(request), capture_output=True, text=True, timeout=bound,
+                                  check=False)
         except subprocess.TimeoutExpired:
             raise ClusterError(f"{what}: describe consumer groups: no answer in {bound:.0f} s",
                                retriable=True) from None
@@ -50,7 +69,7 @@ def active_members(properties: Mapping[str, str], groups: Iterable[str], what: s
         if answer is not None:
             if "error" in answer:
                 raise ClusterError(str(answer["error"]), retriable=bool(answer["retriable"]))
-            return {group: int(answer["members"][group]) for group in wanted}
+            return answer
         if done.returncode >= 0 or asked == ASKED_AGAIN_AFTER_ABORT:
             break
     how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
@@ -74,14 +93,12 @@ def _why(stderr: str) -> str:
     return said[:300]
 
 
-def _describe(properties: dict[str, Any], groups: list[str], what: str, timeout: float) -> dict[str, int]:
+def _count_members(admin: Any, groups: list[str], what: str, timeout: float) -> dict[str, int]:
     """In the child: each group described by one admin client."""
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
 
     from replicator.kafka.groups import settled
 
-    admin = AdminClient(properties)
     out = {}
     for group in groups:
         def describe(group: str = group) -> int:
@@ -97,21 +114,43 @@ def _describe(properties: dict[str, Any], groups: list[str], what: str, timeout:
     return out
 
 
+def _assignment(admin: Any, group: str, member_id: str, timeout: float) -> dict[str, Any]:
+    """In the child: what the coordinator gave ``member_id`` and what the other members own."""
+    description = admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout + 5)
+    mine, others = None, set()
+    for member in description.members:
+        if member.member_id == member_id:
+            target = member.target_assignment or member.assignment
+            mine = sorted((tp.topic, tp.partition) for tp in target.topic_partitions)
+        else:
+            others |= {(tp.topic, tp.partition) for tp in member.assignment.topic_partitions}
+    return {"mine": mine, "others": sorted(others)}
+
+
 def main() -> None:
-    """The child: a request on stdin, one JSON line on stdout (the members, or the error to raise)."""
+    """The child: a request on stdin, one JSON line on stdout (the answer, or the error to raise)."""
     from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
 
     request = json.load(sys.stdin)
-    what = request["what"]
+    what, timeout = request["what"], float(request["timeout"])
+    answer: dict[str, Any]
     try:
-        members = _describe(request["properties"], request["groups"], what, float(request["timeout"]))
+        admin = AdminClient(request["properties"])
+        if request["ask"] == "members":
+            answer = {"members": _count_members(admin, request["groups"], what, timeout)}
+        else:
+            answer = _assignment(admin, request["group"], request["member"], timeout)
     except ClusterError as exc:
-        print(json.dumps({"error": str(exc), "retriable": exc.retriable}))
-        return
-    except KafkaException as exc:  # the admin client refused the settings
-        print(json.dumps({"error": f"{what}: {exc.args[0].str()}", "retriable": False}))
-        return
-    print(json.dumps({"members": members}))
+        answer = {"error": str(exc), "retriable": exc.retriable}
+    except KafkaException as exc:  # the admin client refused the settings, or the describe failed
+        error = exc.args[0]
+        if request["ask"] == "assignment" and error.name() == "GROUP_ID_NOT_FOUND":
+            answer = {"mine": None, "others": []}
+        else:
+            answer = {"error": f"{what}: describe consumer groups: {error.name()}: {error.str()}",
+                      "retriable": error.retriable() or error.name() in ("_TIMED_OUT", "_TRANSPORT")}
+    print(json.dumps(answer))
 
 
 if __name__ == "__main__":

@@ -59,6 +59,9 @@ class FakeConsumer(FakeLogin):
         self.silenced: dict[TP, bool] = {}  # fetched no more, without a word -> whether a seek cures it
         self.deaf = False  # no answer from its cluster any more, though the cluster answers other clients
         self.close_blocks: threading.Event | None = None  # a wedged close: it waits for this event
+        # Topics whose id this client does not resolve (librdkafka, KIP-848): their partitions the group gives it
+        # are neither handed to the application nor acknowledged, and the group keeps them for this member.
+        self.unresolved: set[str] = set()
         # librdkafka resolves a logical offset given to assign (OFFSET_BEGINNING/END) by a query answered
         # later; a seek before the answer makes it outdated, and librdkafka (<= 2.16, rdkafka_partition.c,
         # "outdated offset response") then asks again and applies that answer over the seek.
@@ -102,9 +105,18 @@ class FakeConsumer(FakeLogin):
         self._refuse_if_fatal()
         self._join([])
 
+    def memberid(self) -> str | None:
+        """This client's member id in its group (None before it joined)."""
+        return self.member_id if self.joined else None
+
     def _serve_group(self) -> None:
         while (event := self.group.events(self.member_id)) is not None:
             kind, tps = event
+            if kind == "assign" and self.unresolved:
+                self.group.revoked(self.member_id, [tp for tp in tps if tp[0] in self.unresolved])
+                tps = [tp for tp in tps if tp[0] not in self.unresolved]
+                if not tps:
+                    return  # offered again at the next consume, and withheld again
             parts = [TopicPartition(t, p) for t, p in tps]
             callback = self.callbacks.get(kind) or (self.callbacks.get("revoke") if kind == "lost" else None)
             self._assigned_in_callback = False

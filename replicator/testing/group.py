@@ -120,6 +120,13 @@ class FakeGroup:
                 return "assign", assign
             return None
 
+    def described(self) -> list[tuple[str, list[TP], list[TP]]]:
+        """Each live member: (member id, what it owns, its target assignment), as ConsumerGroupDescribe says."""
+        with self.cluster.lock:
+            self._rebalance()
+            return [(m, sorted(self.members[m].owned), sorted(tp for tp, o in self.owner.items() if o == m))
+                    for m in self.alive()]
+
     def revoked(self, member_id: str, partitions: list[TP]) -> None:
         """The member finished revoking ``partitions``: they may go to their new owner."""
         with self.cluster.lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, cast
 
 from confluent_kafka import Consumer, Producer
@@ -53,7 +54,17 @@ class FakeKafka:
         def admin(settings: dict[str, Any]) -> AdminClient:
             return cast(AdminClient, FakeAdmin(settings, self._of(settings), proc))
 
-        return ClientFactory(consumer=consumer, producer=producer, admin=admin, checkpoint=proc.checkpoint)
+        def assignment(properties: Mapping[str, str], group: str, member: str,
+                       what: str) -> tuple[set[tuple[str, int]], set[tuple[str, int]]] | None:
+            proc.checkpoint()
+            described = {m: (owned, target) for m, owned, target in self._of(dict(properties)).group(group).described()}
+            if member not in described:
+                return None
+            others = {tp for m, (owned, _) in described.items() if m != member for tp in owned}
+            return set(described[member][1]), others
+
+        return ClientFactory(consumer=consumer, producer=producer, admin=admin, checkpoint=proc.checkpoint,
+                             assignment=assignment)
 
     def freeze(self, process: str) -> None:
         """SIGSTOP: the process's threads block at their next client call."""

@@ -14,11 +14,12 @@ restart.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from replicator.config import Config
@@ -49,14 +50,30 @@ class Logins:
         """``clients``, making each client with the current login of its cluster and keeping track of it."""
         if not self._clusters:
             return clients
-        return ClientFactory(consumer=self._tracked(clients.consumer), producer=self._tracked(clients.producer),
-                             admin=self._tracked(clients.admin))
+        return dataclasses.replace(clients, consumer=self._tracked(clients.consumer),
+                                   producer=self._tracked(clients.producer), admin=self._tracked(clients.admin),
+                                   assignment=self._logged_in(clients.assignment))
+
+    def _cluster(self, settings: Mapping[str, Any]) -> str | None:
+        """The cluster whose login files ``settings`` were made with (None: none of them)."""
+        return self._cluster_of.get((str(settings.get("bootstrap.servers")), str(settings.get("sasl.username", "")),
+                                     str(settings.get("sasl.password", ""))))
+
+    def _logged_in(self, ask: Callable[..., Any]) -> Callable[..., Any]:
+        """``ask`` (a request with client properties: see ClientFactory.assignment) with the current login."""
+        def asked(properties: Mapping[str, str], *args: Any) -> Any:
+            name = self._cluster(properties)
+            if name is None:
+                return ask(properties, *args)
+            with self._lock:
+                user, password = self._login[name]
+            return ask({**properties, "sasl.username": user, "sasl.password": password}, *args)
+
+        return asked
 
     def _tracked(self, make: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
         def made(settings: dict[str, Any]) -> Any:
-            said = (settings.get("bootstrap.servers"), settings.get("sasl.username", ""),
-                    settings.get("sasl.password", ""))
-            name = self._cluster_of.get((str(said[0]), str(said[1]), str(said[2])))
+            name = self._cluster(settings)
             if name is None:
                 return make(settings)
             with self._lock:

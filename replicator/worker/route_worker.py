@@ -42,6 +42,8 @@ from replicator.domain.partition_state import PartitionState
 from replicator.domain.provenance import should_skip, with_origin, without_origin
 from replicator.domain.rate_limit import TokenBucket, share
 from replicator.domain.stuck import StuckWatch
+from replicator.domain.withheld import AFTER_S as WITHHELD_AFTER_S
+from replicator.domain.withheld import WithheldWatch
 from replicator.errors import ClusterError, MirrorFlowError
 from replicator.kafka.clients import (
     KAFKA_CLIENTS,
@@ -106,6 +108,9 @@ class WorkerTimeouts:
     # watches over them were a fifth of an idle worker's CPU at 2,000 partitions (5.5-6.0 % of a core, 4.3-4.7 %
     # read every 10 s; bench/README.md).
     lag: float = 10.0
+    # How often a worker asks its group's coordinator what it gave it (domain.withheld); a child process asks
+    # (kafka.group_members: librdkafka can abort the process that asks), ~0.15 s of CPU each time.
+    assignment: float = 60.0
     close: float = 10.0  # a client that stopped getting answers is given this long to close, then left behind
     outage_hold: float = HOLD_AFTER_S  # the source out of reach this long: copying held until the worker rejoins
 
@@ -141,6 +146,8 @@ class RouteWorker(Watches):
         self.limiter = None if limit is None else TokenBucket.full(limit, time.monotonic())
         self.throttled = False  # paused by the rate limit (not by a full queue)
         self.stuck_watch = StuckWatch(route.stuck_after)
+        self.withheld_watch = WithheldWatch(min(route.stuck_after, WITHHELD_AFTER_S))
+        self._withheld_member: str | None = None
         self.merged: frozenset[str] = frozenset()  # the subscription's, kept here for the hot path
         self.failure: str | None = None
         self.unsafe = False  # a callback failed: commit nothing more
@@ -169,6 +176,7 @@ class RouteWorker(Watches):
         self._lag_counts: dict[PartitionState, int] = {}
         self._ends: dict[TP, int] = {}
         self._ends_at = 0.0
+        self._assignment_at = time.monotonic() + self.timeouts.assignment
         self.id_held_since: float | None = None
         self._producer: Producer | None = None
         self.producer_watch = ProducerWatch(timeouts.stalled)
@@ -214,7 +222,7 @@ class RouteWorker(Watches):
             if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:
                 self._rejoin()
             if self.subscription.due() and not self.subscription.looking:
-                self.subscription.start_look(self._ends_wanted())
+                self.subscription.start_look(self._ends_wanted(), self._member_wanted())
             if (look := self.subscription.finished_look()) is not None:
                 self._resubscribe(look)
             if (self.unplaced or self.resets) and not self.holding and time.monotonic() >= self._retry_at:
@@ -266,6 +274,8 @@ class RouteWorker(Watches):
         self._share_limit()
         if look.ends is not None:
             self._watch_stuck(look.ends)
+        if look.group is not None:
+            self._watch_withheld(*look.group)
 
     def _share_limit(self) -> None:
         """This worker's part of the route's rate limit, by its share of the route's partitions."""

@@ -15,7 +15,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, RouteConfig
-from replicator.domain.naming import sync_topic_name
+from replicator.domain.naming import group_id, sync_topic_name
 from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError
 from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, admin_settings
@@ -70,6 +70,9 @@ class Look:
     paused: frozenset[str] = frozenset()  # topics the operator paused: subscribed, not fetched
     # Owned partitions' readable ends (stable); None: not asked this look (see ``start_look``).
     ends: dict[tuple[str, int], int] | None = None
+    # The worker's member id, what the group's coordinator gave that member, and what its other members own
+    # (see ``domain.withheld``); None: not asked, or not answered.
+    group: tuple[str, set[tuple[str, int]], set[tuple[str, int]]] | None = None
 
 
 class Subscription:
@@ -132,11 +135,12 @@ class Subscription:
         """A look runs (or finished and was not taken yet)."""
         return self._look is not None
 
-    def start_look(self, owned: list[tuple[str, int]] | None = None) -> None:
+    def start_look(self, owned: list[tuple[str, int]] | None = None, member: str | None = None) -> None:
         """Start looking at the route's topics in a thread of its own, unless a look is under way: the
         metadata of thousands of topics, their ids, creating target topics, the state DB's rows of them --
         calls that must not hold the copy up. With ``owned`` it also reads those partitions' readable ends
-        (``Look.ends``)."""
+        (``Look.ends``); with ``member`` (the worker's member id in the route's group), what the group gave it
+        (``Look.group``)."""
         if self._look is not None:
             return
         self._next = time.monotonic() + self.refresh_seconds
@@ -151,6 +155,8 @@ class Subscription:
                 found = self._look_at_topics(known, ensure, seen)
                 if owned is not None and found.held is None:
                     found = dataclasses.replace(found, ends=self._readable_ends(owned) if owned else {})
+                if member and found.held is None:
+                    found = dataclasses.replace(found, group=self._given(member))
                 metrics.TOPIC_REFRESH.labels(self.route.name).observe(time.monotonic() - started)
                 future.set_result(found)
             except BaseException as exc:  # noqa: BLE001 - handed to the loop, which reports it
@@ -232,6 +238,18 @@ class Subscription:
         except (ClusterError, KafkaException) as exc:
             log.debug("readable ends not read route=%s error=%s", self.route.name, exc)
             return {}
+
+    def _given(self, member: str) -> tuple[str, set[tuple[str, int]], set[tuple[str, int]]] | None:
+        """``member``, what the coordinator gave it and what the others own; None when it does not answer (or
+        does not know the member)."""
+        properties = self.config.cluster(self.route.source).client_properties()
+        try:
+            found = self.clients.assignment(properties, group_id(self.route), member,
+                                            f"route {self.route.name}: source {self.route.source!r}")
+        except ClusterError as exc:
+            log.debug("group assignment not read route=%s error=%s", self.route.name, exc)
+            return None
+        return None if found is None else (member, *found)
 
     def target_answers(self, timeout: float = 5.0) -> bool:
         """Whether the target cluster answers a metadata request now (its admin client, not the producer)."""

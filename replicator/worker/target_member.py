@@ -72,6 +72,11 @@ class TargetMember(RouteWorker):
         return self.clients.consumer(membership_settings(self.config, self.route, self.worker_id,
                                                          error_cb=self._on_target_error))
 
+    def _member_id(self) -> str | None:
+        """None: the group that gives this worker its partitions is on the target, and the look asks the source;
+        partitions it withholds are not watched (see ``domain.withheld``)."""
+        return None
+
     # -- membership: the positions group on the target -----------------------------
 
     def _subscribe(self, topics: list[str]) -> None:

@@ -12,6 +12,8 @@ from confluent_kafka import KafkaException, TopicPartition
 
 from replicator.domain.partition_state import Facts, PartitionState, state_of
 from replicator.domain.stuck import Moving, Remedy, Stuck
+from replicator.domain.withheld import WithheldWatch
+from replicator.logs import listed
 from replicator.worker import metrics
 from replicator.worker.group_member import GroupMember
 from replicator.worker.records import TP
@@ -40,6 +42,9 @@ class Watches(GroupMember):
     _lag_counts: dict[PartitionState, int]  # that pass's partitions by state so far
     _ends: dict[TP, int]  # each owned partition's readable end, as the last topic refresh that could read it saw
     _ends_at: float  # when the next look reads them
+    _assignment_at: float  # when the next look asks the group what it gave this worker
+    withheld_watch: WithheldWatch
+    _withheld_member: str | None  # the member the withheld watch watches
 
     def _watch_outage(self) -> None:
         """The source out of reach for ``outage_hold`` s: the group may have given this worker's partitions to
@@ -99,6 +104,45 @@ class Watches(GroupMember):
         if owned:
             self._ends_at = now + self.timeouts.lag
         return owned
+
+    def _member_wanted(self) -> str | None:
+        """The member id of this worker when the look about to start should ask the group what it gave it: once
+        every ``timeouts.assignment`` s, sooner while partitions are seen withheld; None in between."""
+        now = time.monotonic()
+        if now < self._assignment_at:
+            return None
+        member = self._member_id()
+        if member:
+            self._assignment_at = now + self.timeouts.assignment
+        return member
+
+    def _member_id(self) -> str | None:
+        """This worker's member id in the route's group, for the look to ask what the group gave it (None: not a
+        member now, or held)."""
+        if self._consumer is None or self.holding or self.renewing:
+            return None
+        try:
+            return self._consumer.memberid()
+        except RuntimeError:  # closed meanwhile
+            return None
+
+    def _watch_withheld(self, member: str, given: set[TP], held_by_others: set[TP]) -> None:
+        """Partitions the group gave this worker that its consumer has not handed over for a while (see
+        ``domain.withheld``): a new consumer, which takes its assignment up afresh."""
+        if self.holding or member != self._member_id():
+            return  # a look that asked for the consumer before this one
+        if member != self._withheld_member:
+            self._withheld_member = member
+            self.withheld_watch.forget()
+        now = time.monotonic()
+        overdue = self.withheld_watch.observe(given, held_by_others, set(self.inflight.ledgers) | self.unplaced, now)
+        if self.withheld_watch.watching:  # seen withheld: asked again once it would be overdue
+            self._assignment_at = min(self._assignment_at, now + self.withheld_watch.after)
+        if overdue:
+            metrics.STUCK.labels(self.route.name, Remedy.REJOIN.value).inc()
+            self.withheld_watch.forget()
+            self._renew_clients(f"the group gave this worker {listed(f'{t}[{p}]' for t, p in overdue)} but its "
+                                f"consumer did not hand them over for {self.withheld_watch.after:.0f} s")
 
     def _watch_stuck(self, ends: dict[TP, int]) -> None:
         """Owned partitions the source has records for past their fetch position, which has not moved for

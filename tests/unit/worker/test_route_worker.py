@@ -701,6 +701,34 @@ def test_a_consumer_that_gets_no_more_answers_is_replaced_once_placing_has_faile
     assert committed(kafka) == {p: 50 for p in range(PARTITIONS)}
 
 
+def test_partitions_the_group_gives_a_worker_whose_consumer_never_takes_them_up_are_copied_by_a_new_consumer(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the fault harness (seed 26): after a worker left, the group gave one of its partitions to a worker
+    whose librdkafka did not resolve that topic's id. The client neither handed the partition over nor
+    acknowledged it, the coordinator kept it for that member, and nobody copied it for 4.5 minutes, with no
+    error anywhere. A worker now compares what the group says it gave it with what its consumer handed over;
+    withheld for ``stuck_after`` (30 s at most), it joins anew with a new consumer."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    config = route_config(kafka, stuck_after="1")
+    produce(kafka["source"], 20)
+    a = WorkerThread(kafka, "a", config, worker_id="wa")
+    b = WorkerThread(kafka, "b", config, worker_id="wb")
+    try:
+        wait_until(lambda: all_copied(kafka) and len(a.worker.inflight.ledgers) == len(b.worker.inflight.ledgers)
+                   == PARTITIONS // 2, what="both copying", alive=(a, b))
+        a.worker.consumer.unresolved.add(TOPIC)  # type: ignore[attr-defined]
+        assert b.finish() is None  # its partitions go to a, whose consumer does not take them up
+        produce(kafka["source"], 30, start=20)
+        wait_until(lambda: all_copied(kafka), what="every partition copied by a", alive=(a,))
+    finally:
+        b.finish()
+        assert a.finish() is None
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("source consumer renewed")]
+    assert len(said) == 1 and "but its consumer did not hand them over for 1 s" in said[0], said
+    assert_nothing_lost(kafka)
+    assert committed(kafka) == {p: 50 for p in range(PARTITIONS)}
+
+
 def test_a_state_db_that_hangs_while_owners_are_recorded_never_holds_the_copy(
         kafka: FakeKafka, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Found reading placement at 2,000 partitions (0.2-0.3 s of each placing turn on SQLite): the copy loop

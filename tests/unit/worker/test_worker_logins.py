@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -118,3 +119,23 @@ def test_the_worker_gives_its_consumer_the_new_login_after_the_consumer_reports_
         wait_until(lambda: consumer.login == ("mf", NEW), what="the new login", alive=(worker,))
     finally:
         assert worker.finish() is None
+
+
+def test_the_group_is_asked_what_it_gave_the_worker_with_the_current_login(tmp_path: Path, kafka: FakeKafka) -> None:
+    """The withheld watch's describe runs in a child process made from client properties, not a tracked client:
+    it gets the rotated login too, and the fakes' process freezes it like any client call."""
+    config = _config(tmp_path, kafka, "sasl.username: mf, sasl.password: '${file:source.password}'")
+    clock = Clock()
+    logins = Logins(config, clock)
+    asked: list[tuple[str, str]] = []
+    given = kafka.clients()
+    clients = logins.factory(dataclasses.replace(given, assignment=lambda properties, *rest: asked.append(
+        (properties["sasl.username"], properties["sasl.password"]))))
+    assert clients.checkpoint is given.checkpoint
+    source = config.cluster("source").client_properties()
+    clients.assignment(source, "g", "m", "route r")
+    (tmp_path / "source.password").write_text(NEW + "\n")
+    clock.now += REREAD_EVERY_S
+    assert logins.refused("source") is True
+    clients.assignment(source, "g", "m", "route r")
+    assert asked == [("mf", OLD), ("mf", NEW)]
