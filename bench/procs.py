@@ -38,12 +38,13 @@ def progress(message: str) -> None:
 # -- processes -------------------------------------------------------------------------
 
 def cpu_seconds(pid: int) -> float | None:
-    """utime+stime of the process (all its threads, live and finished), in seconds."""
+    """utime+stime of the process (all its threads, live and finished) and of its children it waited for (a
+    worker asks its group what it gave it in a child process every minute), in seconds."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14 and 15 of stat(5)
+    return sum(int(f) for f in fields[11:15]) / CLK_TCK  # fields 14-17 of stat(5): utime, stime, cutime, cstime
 
 
 def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
