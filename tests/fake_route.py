@@ -59,3 +59,18 @@ def wait_until(condition: Callable[[], bool], timeout: float = 30, what: str = "
             assert worker.thread.is_alive(), f"worker ended while waiting for {what}: {worker.error!r}"
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.01)
+
+
+def topic_found_while_the_id_is_held(kafka: FakeKafka, held: WorkerThread, holder: str) -> list[bytes]:
+    """Once ``held`` is refused its worker id (process ``holder`` was killed and still holds it), a topic of the
+    route's pattern (``orders.late``, 20 records) appears and ``held``'s refresh finds it; then the id is released.
+    The new topic's values."""
+    wait_until(lambda: held.worker.id_held_since is not None, what="the id refused", alive=(held,))
+    values = [f"late-{n}".encode() for n in range(20)]
+    kafka["source"].create_topic("orders.late", 1)
+    for value in values:
+        kafka["source"].append("orders.late", 0, None, value)
+    wait_until(lambda: "orders.late" in held.worker.subscription.partitions, what="the new topic subscribed",
+               alive=(held,))
+    kafka.expire(holder)
+    return values

@@ -24,7 +24,7 @@ from replicator.testing.message import FakeMessage
 from replicator.testing.producer import FakeProducer
 from replicator.testing.transactional import FakeTransactionalProducer
 from replicator.worker.exactly_once import ExactlyOnceWorker
-from tests.fake_route import FAST, WorkerThread, route_config, wait_until
+from tests.fake_route import FAST, WorkerThread, route_config, topic_found_while_the_id_is_held, wait_until
 
 TOPIC, REPLICA, PARTITIONS = "orders", "source.orders", 4
 POSITIONS_GROUP = "mirrorflow-r.positions"
@@ -200,13 +200,7 @@ def test_a_topic_found_while_the_worker_id_is_still_held_in_the_positions_group_
     kafka.kill("first", expire=False)  # SIGKILL: the positions group holds its id until the session times out
     again = WorkerThread(kafka, "again", config, dataclasses.replace(FAST, rejoin=0.5), worker_id="w1",
                          kind=ExactlyOnceWorker)
-    wait_until(lambda: again.worker.id_held_since is not None, what="the id refused", alive=(again,))
-    kafka["source"].create_topic("orders.late", 1)
-    for n in range(20):
-        kafka["source"].append("orders.late", 0, None, f"late-{n}".encode())
-    wait_until(lambda: "orders.late" in again.worker.subscription.partitions, what="the new topic subscribed",
-               alive=(again,))
-    kafka.expire("first")
+    late = topic_found_while_the_id_is_held(kafka, again, "first")
 
     def late_visible() -> list[bytes | None]:
         if "source.orders.late" not in kafka["target"].topics:
@@ -219,7 +213,7 @@ def test_a_topic_found_while_the_worker_id_is_still_held_in_the_positions_group_
                what="both topics copied after the id came back", alive=(again,))
     assert again.finish() is None
     assert_exactly_once(kafka)
-    assert late_visible() == [f"late-{n}".encode() for n in range(20)]
+    assert late_visible() == late
 
 
 def test_a_second_worker_with_the_same_id_fences_the_first_which_takes_its_producer_back(

@@ -18,7 +18,7 @@ from replicator.state.repository import partition_owners, partition_states, regi
 from replicator.state.store import StateStore
 from replicator.testing import FakeKafka
 from replicator.testing.cluster import FakeCluster
-from tests.fake_route import FAST, WorkerThread, route_config, wait_until
+from tests.fake_route import FAST, WorkerThread, route_config, topic_found_while_the_id_is_held, wait_until
 
 TOPIC, REPLICA, PARTITIONS = "orders", "source.orders", 4
 
@@ -232,20 +232,13 @@ def test_a_topic_found_while_the_worker_id_is_still_held_waits_for_the_rejoin(ka
     wait_until(lambda: all_copied(kafka), what="the first copy", alive=(first,))
     kafka.kill("first", expire=False)  # SIGKILL: the group holds its id until the session times out
     again = WorkerThread(kafka, "again", config, dataclasses.replace(FAST, rejoin=0.5), worker_id="w1")
-    wait_until(lambda: again.worker.id_held_since is not None, what="the id refused", alive=(again,))
-    kafka["source"].create_topic("orders.late", 1)
-    for n in range(20):
-        kafka["source"].append("orders.late", 0, None, f"late-{n}".encode())
-    wait_until(lambda: "orders.late" in again.worker.subscription.partitions, what="the new topic subscribed",
-               alive=(again,))
-    kafka.expire("first")
+    late = topic_found_while_the_id_is_held(kafka, again, "first")
     wait_until(lambda: "source.orders.late" in kafka["target"].topics
                and len(kafka["target"].records("source.orders.late", 0)) >= 20 and all_copied(kafka),
                what="both topics copied after the id came back", alive=(again,))
     assert again.finish() is None
     assert_nothing_lost(kafka)
-    assert [r.value for r in kafka["target"].records("source.orders.late", 0)][:20] == \
-        [f"late-{n}".encode() for n in range(20)]
+    assert [r.value for r in kafka["target"].records("source.orders.late", 0)][:20] == late
 
 
 def test_a_partition_added_to_a_source_topic_waits_for_its_target_partition(kafka: FakeKafka) -> None:
