@@ -59,8 +59,9 @@ class FakeConsumer(FakeLogin):
         self.silenced: dict[TP, bool] = {}  # fetched no more, without a word -> whether a seek cures it
         self.deaf = False  # no answer from its cluster any more, though the cluster answers other clients
         self.close_blocks: threading.Event | None = None  # a wedged close: it waits for this event
-        # Topics whose id this client does not resolve (librdkafka, KIP-848): their partitions the group gives it
-        # are neither handed to the application nor acknowledged, and the group keeps them for this member.
+        # Topics this client never takes up (the fault harness saw a librdkafka member do so; why is not known):
+        # their partitions the group gives it are neither handed to the application nor acknowledged, and the
+        # group keeps them for this member (see replicator.domain.withheld).
         self.unresolved: set[str] = set()
         # librdkafka resolves a logical offset given to assign (OFFSET_BEGINNING/END) by a query answered
         # later; a seek before the answer makes it outdated, and librdkafka (<= 2.16, rdkafka_partition.c,
