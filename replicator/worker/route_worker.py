@@ -62,7 +62,7 @@ from replicator.worker.logins import Logins
 from replicator.worker.records import TP, error_of, event_partition, for_producer, headers_of, key_of, offset_of
 from replicator.worker.refusals import describe_refusal
 from replicator.worker.stall import LoopWatch, ProducerWatch, discard
-from replicator.worker.subscription import REFRESH_SECONDS, Look, Subscription
+from replicator.worker.subscription import REFRESH_SECONDS, Look, Membership, Subscription
 from replicator.worker.watches import Watches
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ class RouteWorker(Watches):
         self.throttled = False  # paused by the rate limit (not by a full queue)
         self.stuck_watch = StuckWatch(route.stuck_after)
         self.withheld_watch = WithheldWatch(min(route.stuck_after, WITHHELD_AFTER_S))
-        self._withheld_member: str | None = None
+        self._withheld_member: Membership | None = None
         self.merged: frozenset[str] = frozenset()  # the subscription's, kept here for the hot path
         self.failure: str | None = None
         self.unsafe = False  # a callback failed: commit nothing more

@@ -15,7 +15,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, RouteConfig
-from replicator.domain.naming import group_id, sync_topic_name
+from replicator.domain.naming import sync_topic_name
 from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError
 from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, admin_settings
@@ -57,6 +57,16 @@ def rotating_share(names: list[str], seen: frozenset[str], cursor: int,
 
 
 @dataclass(frozen=True, slots=True)
+class Membership:
+    """A worker's member in the group that gives it its partitions: the route's group on the source, or an
+    exactly-once route's positions group on the target (``cluster`` names it in the config)."""
+
+    cluster: str
+    group: str
+    member: str
+
+
+@dataclass(frozen=True, slots=True)
 class Look:
     """What one look found: topic ids always; the rest only when the selection changed (or a hold)."""
 
@@ -70,9 +80,9 @@ class Look:
     paused: frozenset[str] = frozenset()  # topics the operator paused: subscribed, not fetched
     # Owned partitions' readable ends (stable); None: not asked this look (see ``start_look``).
     ends: dict[tuple[str, int], int] | None = None
-    # The worker's member id, what the group's coordinator gave that member, and what its other members own
-    # (see ``domain.withheld``); None: not asked, or not answered.
-    group: tuple[str, set[tuple[str, int]], set[tuple[str, int]]] | None = None
+    # The worker's member, what the group's coordinator gave it, and what the group's other members own (see
+    # ``domain.withheld``); None: not asked, or not answered.
+    group: tuple[Membership, set[tuple[str, int]], set[tuple[str, int]]] | None = None
 
 
 class Subscription:
@@ -135,12 +145,12 @@ class Subscription:
         """A look runs (or finished and was not taken yet)."""
         return self._look is not None
 
-    def start_look(self, owned: list[tuple[str, int]] | None = None, member: str | None = None) -> None:
+    def start_look(self, owned: list[tuple[str, int]] | None = None, member: Membership | None = None) -> None:
         """Start looking at the route's topics in a thread of its own, unless a look is under way: the
         metadata of thousands of topics, their ids, creating target topics, the state DB's rows of them --
         calls that must not hold the copy up. With ``owned`` it also reads those partitions' readable ends
-        (``Look.ends``); with ``member`` (the worker's member id in the route's group), what the group gave it
-        (``Look.group``)."""
+        (``Look.ends``); with ``member`` (the worker's member in the group that gives it its partitions), what
+        that group gave it (``Look.group``)."""
         if self._look is not None:
             return
         self._next = time.monotonic() + self.refresh_seconds
@@ -239,13 +249,13 @@ class Subscription:
             log.debug("readable ends not read route=%s error=%s", self.route.name, exc)
             return {}
 
-    def _given(self, member: str) -> tuple[str, set[tuple[str, int]], set[tuple[str, int]]] | None:
+    def _given(self, member: Membership) -> tuple[Membership, set[tuple[str, int]], set[tuple[str, int]]] | None:
         """``member``, what the coordinator gave it and what the others own; None when it does not answer (or
         does not know the member)."""
-        properties = self.config.cluster(self.route.source).client_properties()
+        properties = self.config.cluster(member.cluster).client_properties()
         try:
-            found = self.clients.assignment(properties, group_id(self.route), member,
-                                            f"route {self.route.name}: source {self.route.source!r}")
+            found = self.clients.assignment(properties, member.group, member.member,
+                                            f"route {self.route.name}: cluster {member.cluster!r}")
         except ClusterError as exc:
             log.debug("group assignment not read route=%s error=%s", self.route.name, exc)
             return None

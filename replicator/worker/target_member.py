@@ -28,6 +28,7 @@ from replicator.logs import listed
 from replicator.worker.callbacks import shielded
 from replicator.worker.records import TP
 from replicator.worker.route_worker import RouteWorker, WorkerTimeouts
+from replicator.worker.subscription import Membership
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -72,10 +73,14 @@ class TargetMember(RouteWorker):
         return self.clients.consumer(membership_settings(self.config, self.route, self.worker_id,
                                                          error_cb=self._on_target_error))
 
-    def _member_id(self) -> str | None:
-        """None: the group that gives this worker its partitions is on the target, and the look asks the source;
-        partitions it withholds are not watched (see ``domain.withheld``)."""
-        return None
+    def _membership(self) -> Membership | None:
+        """This worker's member of the positions group on the target: the group that gives it its partitions
+        (target partitions; see ``domain.withheld``)."""
+        member = self._member_id_of(self._member)
+        return None if member is None else Membership(self.route.target, positions_group_id(self.route), member)
+
+    def _handed_over(self) -> set[TP]:
+        return set(self._sources)
 
     # -- membership: the positions group on the target -----------------------------
 

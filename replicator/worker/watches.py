@@ -8,8 +8,9 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from replicator.domain.naming import group_id
 from replicator.domain.partition_state import Facts, PartitionState, state_of
 from replicator.domain.stuck import Moving, Remedy, Stuck
 from replicator.domain.withheld import WithheldWatch
@@ -17,6 +18,7 @@ from replicator.logs import listed
 from replicator.worker import metrics
 from replicator.worker.group_member import GroupMember
 from replicator.worker.records import TP
+from replicator.worker.subscription import Membership
 
 if TYPE_CHECKING:
     from replicator.domain.outage import OutageWatch
@@ -44,7 +46,7 @@ class Watches(GroupMember):
     _ends_at: float  # when the next look reads them
     _assignment_at: float  # when the next look asks the group what it gave this worker
     withheld_watch: WithheldWatch
-    _withheld_member: str | None  # the member the withheld watch watches
+    _withheld_member: Membership | None  # the member the withheld watch watches
 
     def _watch_outage(self) -> None:
         """The source out of reach for ``outage_hold`` s: the group may have given this worker's partitions to
@@ -105,44 +107,52 @@ class Watches(GroupMember):
             self._ends_at = now + self.timeouts.lag
         return owned
 
-    def _member_wanted(self) -> str | None:
-        """The member id of this worker when the look about to start should ask the group what it gave it: once
-        every ``timeouts.assignment`` s, sooner while partitions are seen withheld; None in between."""
+    def _member_wanted(self) -> Membership | None:
+        """This worker's member when the look about to start should ask the group what it gave it: once every
+        ``timeouts.assignment`` s, sooner while partitions are seen withheld; None in between."""
         now = time.monotonic()
         if now < self._assignment_at:
             return None
-        member = self._member_id()
-        if member:
+        member = None if self.holding or self.renewing else self._membership()
+        if member is not None:
             self._assignment_at = now + self.timeouts.assignment
         return member
 
-    def _member_id(self) -> str | None:
-        """This worker's member id in the route's group, for the look to ask what the group gave it (None: not a
-        member now, or held)."""
-        if self._consumer is None or self.holding or self.renewing:
+    def _membership(self) -> Membership | None:
+        """This worker's member in the route's group on the source (None: not a member now)."""
+        member = self._member_id_of(self._consumer)
+        return None if member is None else Membership(self.route.source, group_id(self.route), member)
+
+    @staticmethod
+    def _member_id_of(client: Consumer | None) -> str | None:
+        if client is None:
             return None
         try:
-            return self._consumer.memberid()
+            return client.memberid() or None
         except RuntimeError:  # closed meanwhile
             return None
 
-    def _watch_withheld(self, member: str, given: set[TP], held_by_others: set[TP]) -> None:
-        """Partitions the group gave this worker that its consumer has not handed over for a while (see
-        ``domain.withheld``): a new consumer, which takes its assignment up afresh."""
-        if self.holding or member != self._member_id():
-            return  # a look that asked for the consumer before this one
+    def _handed_over(self) -> set[TP]:
+        """The partitions of the group the client handed to the worker (owned or being placed)."""
+        return set(self.inflight.ledgers) | self.unplaced
+
+    def _watch_withheld(self, member: Membership, given: set[TP], held_by_others: set[TP]) -> None:
+        """Partitions the group gave this worker that its client has not handed over for a while (see
+        ``domain.withheld``): new clients, which take the assignment up afresh."""
+        if self.holding or self.renewing or member != self._membership():
+            return  # a look that asked for the client before this one
         if member != self._withheld_member:
             self._withheld_member = member
             self.withheld_watch.forget()
         now = time.monotonic()
-        overdue = self.withheld_watch.observe(given, held_by_others, set(self.inflight.ledgers) | self.unplaced, now)
+        overdue = self.withheld_watch.observe(given, held_by_others, self._handed_over(), now)
         if self.withheld_watch.watching:  # seen withheld: asked again once it would be overdue
             self._assignment_at = min(self._assignment_at, now + self.withheld_watch.after)
         if overdue:
             metrics.STUCK.labels(self.route.name, Remedy.REJOIN.value).inc()
             self.withheld_watch.forget()
-            self._renew_clients(f"the group gave this worker {listed(f'{t}[{p}]' for t, p in overdue)} but its "
-                                f"consumer did not hand them over for {self.withheld_watch.after:.0f} s")
+            self._renew_clients(f"group {member.group} gave this worker {listed(f'{t}[{p}]' for t, p in overdue)} "
+                                f"but its client did not hand them over for {self.withheld_watch.after:.0f} s")
 
     def _watch_stuck(self, ends: dict[TP, int]) -> None:
         """Owned partitions the source has records for past their fetch position, which has not moved for

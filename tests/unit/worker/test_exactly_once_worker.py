@@ -216,6 +216,31 @@ def test_a_topic_found_while_the_worker_id_is_still_held_in_the_positions_group_
     assert late_visible() == late
 
 
+def test_partitions_the_positions_group_gives_a_worker_whose_member_never_takes_them_up_are_copied_anew(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """As on an at-least-once route (the fault harness, seed 26): an exactly-once worker is given its partitions
+    by the positions group on the target. One its member never takes up is held there for that member and copied
+    by nobody; the worker compares what the group says it gave it with what its member handed over, and gets new
+    clients."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    produce(kafka["source"], 20)
+    a = eos_worker(kafka, "a", worker_id="wa", stuck_after="1")
+    b = eos_worker(kafka, "b", worker_id="wb", stuck_after="1")
+    try:
+        wait_until(lambda: all_visible(kafka, 20) and len(a.worker._sources) == len(b.worker._sources) == 2,
+                   what="both copying", alive=(a, b))
+        a.worker.member.unresolved.add(REPLICA)  # type: ignore[attr-defined]
+        assert b.finish() is None  # its partitions go to a, whose member does not take them up
+        produce(kafka["source"], 30, start=20)
+        wait_until(lambda: all_visible(kafka, 50), what="every partition copied by a", alive=(a,))
+    finally:
+        b.finish()
+        assert a.finish() is None
+    said = [r.getMessage() for r in caplog.records if "did not hand them over" in r.getMessage()]
+    assert len(said) == 1 and f"group {POSITIONS_GROUP} gave this worker" in said[0], said
+    assert_exactly_once(kafka)
+
+
 def test_a_second_worker_with_the_same_id_fences_the_first_which_takes_its_producer_back(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
     """b's producer fences a's (same transactional id) while b waits for its worker id, which a holds in the

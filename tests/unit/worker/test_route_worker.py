@@ -717,7 +717,7 @@ def test_partitions_the_group_gives_a_worker_whose_consumer_never_takes_them_up_
         b.finish()
         assert a.finish() is None
     said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("source consumer renewed")]
-    assert len(said) == 1 and "but its consumer did not hand them over for 1 s" in said[0], said
+    assert len(said) == 1 and "but its client did not hand them over for 1 s" in said[0], said
     assert_nothing_lost(kafka)
     assert committed(kafka) == {p: 50 for p in range(PARTITIONS)}
 
