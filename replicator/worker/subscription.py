@@ -257,8 +257,10 @@ class Subscription:
             found = self.clients.assignment(properties, member.group, member.member,
                                             f"route {self.route.name}: cluster {member.cluster!r}")
         except ClusterError as exc:
-            log.debug("group assignment not read route=%s error=%s", self.route.name, exc)
+            log.debug("group assignment not read route=%s group=%s error=%s", self.route.name, member.group, exc)
             return None
+        log.debug("group assignment read route=%s group=%s member=%s given=%s", self.route.name, member.group,
+                  member.member, "unknown member" if found is None else len(found[0]))
         return None if found is None else (member, *found)
 
     def target_answers(self, timeout: float = 5.0) -> bool:

@@ -3,12 +3,17 @@ withheld watch reads."""
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 
 from confluent_kafka import Consumer
 
+from replicator.config import load_config
 from replicator.kafka.admin import create_topics
 from replicator.kafka.group_members import member_assignment
+from replicator.worker.route_worker import RouteWorker, WorkerTimeouts
+from tests.records import write_config
 
 
 def test_the_coordinator_says_what_it_gave_a_member_under_the_id_its_client_knows(  # type: ignore[no-untyped-def]
@@ -34,3 +39,35 @@ def test_the_coordinator_says_what_it_gave_a_member_under_the_id_its_client_know
         assert member_assignment(properties, group, "no-such-member", "cluster 'primary'") is None
     finally:
         consumer.close()
+
+
+def test_a_running_worker_asks_its_group_what_it_gave_it_through_the_child(  # type: ignore[no-untyped-def]
+        primary, backup, unique_name, tmp_path, caplog) -> None:
+    """The withheld watch's glue with real clients: the look asks, by a child process with the cluster's
+    settings, what the route's group gave this worker's member, and the coordinator's answer names every
+    partition the worker owns (a wrong member id, group or setting would leave the watch blind, silently)."""
+    create_topics(primary.bootstrap_servers, {unique_name: 3})
+    config = load_config(write_config(tmp_path / "m.yaml", primary.bootstrap_servers, backup.bootstrap_servers, [
+        {"name": "ga", "source": "primary", "target": "backup", "topics": [unique_name],
+         "sla": {"heartbeats": False}}]))
+    caplog.set_level(logging.DEBUG, logger="replicator.worker.subscription")
+    worker = RouteWorker(config, config.routes[0], None, timeouts=WorkerTimeouts(assignment=1.0))
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
+    thread.start()
+
+    def read() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.getMessage().startswith("group assignment read")]
+
+    try:
+        deadline = time.monotonic() + 90
+        while not any(line.endswith(" given=3") for line in read()):
+            assert thread.is_alive(), "the worker stopped"
+            assert time.monotonic() < deadline, f"no answer naming the 3 partitions: {read()[-3:]}"
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        thread.join(30)
+    said = next(line for line in read() if line.endswith(" given=3"))
+    assert "route=ga group=mirrorflow-ga member=" in said
+    assert worker.failure is None
