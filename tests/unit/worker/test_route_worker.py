@@ -23,8 +23,8 @@ from tests.fake_route import FAST, WorkerThread, route_config, topic_found_while
 TOPIC, REPLICA, PARTITIONS = "orders", "source.orders", 4
 
 
-def produce(cluster: FakeCluster, per_partition: int, start: int = 0) -> None:
-    for partition in range(PARTITIONS):
+def produce(cluster: FakeCluster, per_partition: int, start: int = 0, partitions: int = PARTITIONS) -> None:
+    for partition in range(partitions):
         for n in range(start, start + per_partition):
             cluster.append(TOPIC, partition, f"k{n}".encode(), f"p{partition}-{n}".encode(), [("h", b"x")], 1_000 + n)
 
@@ -681,13 +681,38 @@ def test_a_consumer_that_gets_no_more_answers_is_replaced_once_placing_has_faile
     deaf.deafen()  # type: ignore[attr-defined]
     # Its last word of the source was "all brokers down" (the broker restarted), never taken back (seed 8).
     worker.worker.links.error("source", KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
-    produce(kafka["source"], 30, start=20)
+    produce(kafka["source"], 30, start=20, partitions=PARTITIONS - 1)  # the last gets none: not stuck, not all are
     wait_until(lambda: all_copied(kafka), timeout=30, what="the copy by a new consumer", alive=(worker,))
     said = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("partition stuck") and "placing it again" in m for m in said), said
     assert any(m.startswith("placing assigned partitions failed") and "Timed out" in m for m in said), said
     renewed = [m for m in said if m.startswith("source consumer renewed")]
     assert len(renewed) == 1 and "placing partitions has failed for" in renewed[0], said
+    assert worker.worker.consumer is not deaf
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+    assert committed(kafka) == {**{p: 50 for p in range(PARTITIONS - 1)}, PARTITIONS - 1: 20}
+
+
+def test_a_consumer_whose_every_partition_is_stuck_at_once_is_replaced_without_placing_them_again(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the exactly-once fault run (seed 264, a clean source restart; librdkafka #5153): every partition
+    of two workers stopped fetching at once. Each was placed again from its committed offset, which the deaf
+    consumer could not read either: placing failed for a minute before the worker got a new consumer, and the
+    partitions were copied by nobody for 3.5 minutes. Every partition stuck at once is the client's fault: new
+    clients at once."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    produce(kafka["source"], 20)
+    worker = WorkerThread(kafka, "a", route_config(kafka, stuck_after="1"))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    deaf = worker.worker.consumer
+    deaf.deafen()  # type: ignore[attr-defined]
+    produce(kafka["source"], 30, start=20)
+    wait_until(lambda: all_copied(kafka), timeout=30, what="the copy by a new consumer", alive=(worker,))
+    said = [r.getMessage() for r in caplog.records]
+    renewed = [m for m in said if m.startswith("source consumer renewed")]
+    assert len(renewed) == 1 and f"every partition it owns ({PARTITIONS}) stuck at once" in renewed[0], said
+    assert not any(m.startswith("placing assigned partitions failed") for m in said), said
     assert worker.worker.consumer is not deaf
     assert worker.finish() is None
     assert_nothing_lost(kafka)
