@@ -34,6 +34,7 @@ ESCALATE_WITHIN = 3  # stuck again within this many ``after`` of the last remedy
 class _Seen:
     position: int | None
     since: float
+    behind: bool = False  # at the last look it could fetch, and the source had records past its position
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,21 +75,29 @@ class StuckWatch:
             return Moving(key, position)
         seen = self._seen.get(key)
         if seen is None or not may_fetch or position is None or end is None or seen.position != position:
-            self._seen[key] = _Seen(position, now)
+            self._seen[key] = _Seen(position, now, may_fetch and position is not None and end is not None
+                                    and end > position)
             return None
         if end <= position:  # nothing to fetch: not stuck, however long it stays
-            seen.since = now
+            seen.since, seen.behind = now, False
             return None
+        seen.behind = True
         if now - seen.since < self.after:
             return None
         # Watched afresh from the remedy on: still stuck ``after`` s later (the remedy did not cure it), it is
         # found again, and given the next remedy.
-        self._seen[key] = _Seen(position, now)
+        self._seen[key] = _Seen(position, now, True)
         self._reported[key] = position
         last = self._remedied.get(key)
         self._remedied[key] = now
         remedy = Remedy.REJOIN if last is not None and now - last < ESCALATE_WITHIN * self.after else Remedy.RESEEK
         return Stuck(key, position, end, now - seen.since, remedy)
+
+    def still_for(self, key: Partition, now: float) -> float | None:
+        """How long ``key``'s fetch position has stood with records past it, as of its last look (None: at that
+        look it could not fetch, or had nothing to). A remedy starts the count again."""
+        seen = self._seen.get(key)
+        return now - seen.since if seen is not None and seen.behind else None
 
     def known_position(self, key: Partition, end: int | None) -> int | None:
         """The position seen last, when it is at or past ``end`` and the partition is not stuck: nothing to

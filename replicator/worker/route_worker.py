@@ -111,6 +111,9 @@ class WorkerTimeouts:
     # How often a worker asks its group's coordinator what it gave it (domain.withheld); a child process asks
     # (kafka.group_members: librdkafka can abort the process that asks), ~0.15 s of CPU each time.
     assignment: float = 60.0
+    # Every owned partition's fetch position still this long (stuck_after, if shorter) with records past it: the
+    # consumer no longer fetches (librdkafka #5153, after a source restart), new clients (worker/watches.py).
+    client_still: float = 30.0
     close: float = 10.0  # a client that stopped getting answers is given this long to close, then left behind
     outage_hold: float = HOLD_AFTER_S  # the source out of reach this long: copying held until the worker rejoins
 

@@ -29,7 +29,9 @@ log = logging.getLogger(__name__)
 # renewed. A consumer assigned its partitions can stop getting answers after a broker restart until it is made
 # anew (librdkafka #5153, open; seen here with exactly-once after a clean restart of the source broker).
 PLACING_GIVE_UP_S = 60.0
-CLIENT_STUCK_AT = 2  # partitions found stuck in one look, every one the worker owns: its client is at fault
+# Every partition the worker owns (this many or more) with records past a fetch position that has stood for
+# ``timeouts.client_still`` s (``stuck_after``, if shorter): its client no longer fetches (librdkafka #5153).
+CLIENT_STUCK_AT = 2
 LAG_SLICE = 250  # partitions whose lag gauge one loop turn updates (``_publish_lag``)
 STILL_MIN_S = 2.0  # a process standing still less long is a busy machine's scheduling, not a freeze
 
@@ -172,6 +174,7 @@ class Watches(GroupMember):
         positions = [*(TopicPartition(t, p, offset) for (t, p), offset in known.items()),
                      *(self.consumer.position(asked) if asked else [])]
         now, reseek, rejoin = time.monotonic(), set(), []
+        client_wait = min(self.stuck_watch.after, self.timeouts.client_still)
         for tp in positions:
             key = (tp.topic, tp.partition)
             may_fetch = not (self.paused or self.failure or self.holding or key in self.unplaced or key in self.resets
@@ -197,13 +200,14 @@ class Watches(GroupMember):
         metrics.STUCK_NOW.labels(self.route.name).set(len(self.stuck_watch.stuck()))
         if rejoin:
             self._renew_clients(f"partitions stuck after a re-seek: {', '.join(f'{t}[{p}]' for t, p in rejoin)}")
-        elif len(reseek) >= CLIENT_STUCK_AT and reseek == set(self.stuck_watch.stuck()) == set(owned):
+        elif len(owned) >= CLIENT_STUCK_AT and all(
+                (still := self.stuck_watch.still_for(key, now)) is not None and still >= client_wait for key in owned):
             # Every partition it owns stuck at once: the client stopped fetching, not a partition (librdkafka
             # #5153 after a source restart). A re-seek needs the committed offsets, which such a client does not
             # get either: placing would fail for PLACING_GIVE_UP_S before the same remedy (the exactly-once fault
             # run, seed 264: 126 s stuck, 63 s placing, a 20 s close).
-            self._renew_clients(f"every partition it owns ({len(reseek)}) stuck at once: the client no longer "
-                                f"fetches")
+            self._renew_clients(f"every partition it owns ({len(owned)}) stuck at once for {client_wait:.0f} s: the "
+                                f"client no longer fetches")
         elif reseek:
             self._start_over(reseek, "partitions stuck: placing them again from the committed positions")
 

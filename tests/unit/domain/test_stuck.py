@@ -57,3 +57,20 @@ def test_a_caught_up_partition_needs_no_new_position_and_one_with_records_past_i
     watch.observe(KEY, 50, 60, True, 11)
     assert isinstance(watch.observe(KEY, 50, 60, True, 21), Stuck)
     assert watch.known_position(KEY, 50) is None  # reported stuck: always asked, so its recovery is seen
+
+
+def test_how_long_a_position_has_stood_with_records_past_it_is_told_before_it_counts_as_stuck() -> None:
+    """What the worker's client-level rule reads (every partition it owns standing at once: the client)."""
+    watch = StuckWatch(after=120)
+    assert watch.still_for(KEY, 0) is None  # never seen
+    watch.observe(KEY, 100, 150, True, 0)
+    watch.observe(KEY, 100, 150, True, 5)
+    assert watch.still_for(KEY, 30) == 30
+    watch.observe(KEY, 100, 100, True, 40)  # caught up: nothing to fetch, nothing standing
+    assert watch.still_for(KEY, 45) is None
+    watch.observe(KEY, 100, 160, True, 50)
+    assert watch.still_for(KEY, 60) == 20  # counted from the last look with nothing to fetch
+    watch.observe(KEY, 100, 160, False, 70)  # paused: not standing of its own
+    assert watch.still_for(KEY, 75) is None
+    watch.observe(KEY, 120, 160, True, 80)  # moved: counted afresh
+    assert watch.still_for(KEY, 85) == 5

@@ -588,7 +588,7 @@ def test_a_source_consumer_that_gets_no_more_answers_is_replaced_with_the_member
     while both clusters answer does too: the at-least-once test)."""
     caplog.set_level(logging.INFO, logger="replicator.worker")
     produce(kafka["source"], 20)
-    worker = eos_worker(kafka, "a", stuck_after="1")
+    worker = eos_worker(kafka, "a", stuck_after="5")  # FAST.client_still: 1 s
     wait_until(lambda: all_visible(kafka, 20) and positions_at(kafka, 20), what="the first copy", alive=(worker,))
     deaf, member = worker.worker.consumer, worker.worker._member
     wedged = threading.Event()

@@ -703,7 +703,7 @@ def test_a_consumer_whose_every_partition_is_stuck_at_once_is_replaced_without_p
     clients at once."""
     caplog.set_level(logging.INFO, logger="replicator.worker")
     produce(kafka["source"], 20)
-    worker = WorkerThread(kafka, "a", route_config(kafka, stuck_after="1"))
+    worker = WorkerThread(kafka, "a", route_config(kafka, stuck_after="5"))  # FAST.client_still: 1 s
     wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
     deaf = worker.worker.consumer
     deaf.deafen()  # type: ignore[attr-defined]
