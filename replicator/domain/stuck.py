@@ -113,6 +113,12 @@ class StuckWatch:
         """The partitions found stuck and not seen fetching since."""
         return sorted(self._reported)
 
+    def recount(self, keys: set[Partition]) -> None:
+        """These partitions are placed afresh (a new consumer, say): how long each position has stood is counted
+        again from their next look. What was reported stuck stays so until it fetches."""
+        for key in keys:
+            self._seen.pop(key, None)
+
     def forget(self, keys: set[Partition]) -> None:
         """No longer owned: nothing more to watch."""
         for key in keys:

@@ -206,6 +206,7 @@ class Watches(GroupMember):
             # #5153 after a source restart). A re-seek needs the committed offsets, which such a client does not
             # get either: placing would fail for PLACING_GIVE_UP_S before the same remedy (the exactly-once fault
             # run, seed 264: 126 s stuck, 63 s placing, a 20 s close).
+            metrics.STUCK.labels(self.route.name, Remedy.REJOIN.value).inc()
             self._renew_clients(f"every partition it owns ({len(owned)}) stuck at once for {client_wait:.0f} s: the "
                                 f"client no longer fetches")
         elif reseek:
@@ -235,6 +236,9 @@ class Watches(GroupMember):
         super()._forget(keys)
         for key in keys:  # an end read before it went would say too little when it comes back
             self._ends.pop(key, None)
+        # Placed again, a partition resumes where it stood: without this, the client rule would find it standing
+        # since before new clients took it, and renew them again at once.
+        self.stuck_watch.recount(keys)
 
     def _publish_lag(self) -> None:
         """Every few seconds, each owned partition's lag: its readable end, as the last topic refresh read it

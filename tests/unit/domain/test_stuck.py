@@ -74,3 +74,16 @@ def test_how_long_a_position_has_stood_with_records_past_it_is_told_before_it_co
     assert watch.still_for(KEY, 75) is None
     watch.observe(KEY, 120, 160, True, 80)  # moved: counted afresh
     assert watch.still_for(KEY, 85) == 5
+
+
+def test_a_partition_placed_afresh_is_counted_again_but_stays_reported_until_it_fetches() -> None:
+    watch = StuckWatch(after=10)
+    watch.observe(KEY, 100, 150, True, 0)
+    assert isinstance(watch.observe(KEY, 100, 150, True, 10), Stuck)
+    watch.observe(KEY, 100, 150, True, 15)
+    assert watch.still_for(KEY, 15) == 5
+    watch.recount({KEY})  # new clients: the position it resumes at has not stood since before them
+    assert watch.still_for(KEY, 16) is None and watch.stuck() == [KEY]
+    watch.observe(KEY, 100, 150, True, 20)
+    assert watch.still_for(KEY, 22) == 2
+    assert watch.observe(KEY, 120, 150, True, 25) == Moving(KEY, 120) and watch.stuck() == []
