@@ -11,8 +11,7 @@ lived through every restart.
 The runbooks ask it while a cluster is in trouble (a failover's check for running workers, its commits), and a
 worker asks what the group gave it every minute (``domain.withheld``), so the describe runs in a child process:
 an abort there is a clear error (asked again once, the abort being a race with the restart), never the death of
-the command or the worker. Settings, secrets included, go to the child on
-its stdin, not its command line.
+the command or the worker. Settings, secrets included, go to the child on its stdin, not its command line.
 """
 
 from __future__ import annotations
