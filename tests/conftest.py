@@ -52,10 +52,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _killed_fake_processes_threads_end_silently(monkeypatch: pytest.MonkeyPatch) -> None:
+def _fake_processes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A fake process's helper thread that meets its SIGKILL (``ProcessKilled``) ends without a word, as a
-    killed process's threads do; pytest reported it as an unhandled thread exception."""
+    killed process's threads do; pytest reported it as an unhandled thread exception. A test that fails while its
+    fake workers run leaves them to the next test: they are killed as it ends instead."""
     monkeypatch.setattr(threading, "excepthook", killed_threads_end_silently(threading.excepthook))
+    yield
+    from tests.fake_route import end_leftovers
+
+    end_leftovers()
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,9 @@ def route_config(kafka: FakeKafka, topics: str = "[orders]", **route: str):  # t
         f"  - {{name: r, source: source, target: target, topics: {topics}, sla: {{heartbeats: false}}{options}}}\n"))
 
 
+STARTED: list[WorkerThread] = []  # ended by ``end_leftovers`` after each test
+
+
 class WorkerThread:
     """A RouteWorker running in a thread; ``error`` holds what ended it."""
 
@@ -30,11 +33,13 @@ class WorkerThread:
                  worker_id: str | None = None, kind: type[RouteWorker] = RouteWorker,
                  store: StateStore | None = None) -> None:
         self.stop = threading.Event()
+        self.kafka, self.process = kafka, process
         self.worker = kind(config, config.routes[0], store, batch_size=100, worker_id=worker_id,
                            clients=kafka.clients(process), timeouts=timeouts)
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name=f"worker-{process}", daemon=True)
         self.thread.start()
+        STARTED.append(self)
 
     def _run(self) -> None:
         try:
@@ -48,6 +53,21 @@ class WorkerThread:
         self.thread.join(timeout)
         assert not self.thread.is_alive(), "worker did not stop"
         return self.error
+
+
+def end_leftovers() -> None:
+    """Kill the fake process of every worker a test left running (it failed before ``finish``): a worker left
+    behind would go on publishing to the process-wide metrics the next test reads (seen in CI: a test that timed
+    out left a worker owning 2 partitions, and the next test counted its gauges)."""
+    while STARTED:
+        left = STARTED.pop()
+        if left.thread.is_alive():
+            left.kafka.kill(left.process)
+            left.stop.set()
+            left.thread.join(10)
+            for helper in threading.enumerate():  # its bounded closes meet the kill too
+                if helper.name == "close-client":
+                    helper.join(2)
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 30, what: str = "condition",

@@ -111,7 +111,7 @@ class FakeConsumer(FakeLogin):
         return self.member_id if self.joined else None
 
     def _serve_group(self) -> None:
-        while (event := self.group.events(self.member_id)) is not None:
+        while (event := self._group_word()) is not None:
             kind, tps = event
             if kind == "assign" and self.unresolved:
                 self.group.revoked(self.member_id, [tp for tp in tps if tp[0] in self.unresolved])
@@ -129,6 +129,13 @@ class FakeConsumer(FakeLogin):
                 if not self._assigned_in_callback:
                     self.incremental_unassign(parts)
                 self.group.revoked(self.member_id, tps)
+
+    def _group_word(self) -> tuple[str, list[TP]] | None:
+        """The group's next event for this member; nothing for a process frozen while this call was under way
+        (SIGSTOP stops it where it stands): looked at under the lock the group's changes take, so a session
+        expired after the freeze is not heard before the thaw."""
+        with self.cluster.lock:
+            return None if self.process.frozen else self.group.events(self.member_id)
 
     # -- assignment ------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""A frozen fake process behaves as a SIGSTOPped one: what is written after the freeze is not fetched by a call of
-that process already under way."""
+"""A frozen fake process behaves as a SIGSTOPped one: what is written after the freeze, and what its group says
+after it, do not reach a call of that process already under way."""
 
 from __future__ import annotations
 
@@ -39,6 +39,44 @@ def test_a_consume_under_way_when_its_process_freezes_fetches_nothing_written_af
     assert consumer.consume(10, 0) == []  # frozen where it stood: the record written since is not its own yet
     process.frozen = False  # thawed
     assert [m.value() for m in consumer.consume(10, 0)] == [b"written after the freeze"]
+
+
+class _FrozenAndExpiredRightAfterItsCheck(FakeProcess):
+    """The test's ``freeze`` then ``expire`` land between a consume's check of its process and its word with the
+    group (the race a zombie test lost in CI: the frozen worker learned it lost its partitions and rejoined, so
+    the survivor never took them all)."""
+
+    def __init__(self, consumer: list[FakeConsumer]) -> None:
+        super().__init__("worker")
+        self.consumer = consumer
+        self.armed = False
+
+    def checkpoint(self) -> None:
+        super().checkpoint()
+        if self.armed:
+            self.armed = False
+            self.frozen = True
+            self.consumer[0].group.expire(self.consumer[0].member_id)
+
+
+def test_a_consume_under_way_when_its_process_freezes_does_not_hear_its_session_expired() -> None:
+    cluster = FakeCluster("source")
+    cluster.create_topic("t", 2)
+    made: list[FakeConsumer] = []
+    process = _FrozenAndExpiredRightAfterItsCheck(made)
+    consumer = FakeConsumer({"group.id": "g"}, cluster, process)
+    made.append(consumer)
+    lost: list[list[TopicPartition]] = []
+    consumer.subscribe(["t"], on_lost=lambda _, parts: lost.append(parts))
+    consumer.consume(1, 0)
+    assert sorted(consumer.positions) == [("t", 0), ("t", 1)]
+    process.armed = True
+    consumer.consume(1, 0)
+    assert lost == [] and cluster.group("g").alive() == []  # stopped where it stood: still expired, not rejoined
+    process.frozen = False  # thawed: the group's word comes after its first fetches, then it learns
+    consumer.consume(1, 0)
+    consumer.consume(1, 0)
+    assert [sorted((tp.topic, tp.partition) for tp in parts) for parts in lost] == [[("t", 0), ("t", 1)]]
 
 
 def test_a_killed_process_thread_ends_without_a_word_and_other_errors_still_reach_the_hook() -> None:
