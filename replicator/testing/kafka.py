@@ -25,6 +25,7 @@ class FakeKafka:
         self.processes: dict[str, FakeProcess] = {}
         self.consumers: dict[str, list[FakeConsumer]] = {}
         self.producers: dict[str, list[FakeProducer]] = {}
+        self.admins: dict[str, list[FakeAdmin]] = {}
 
     def __getitem__(self, name: str) -> FakeCluster:
         return self.clusters[name]
@@ -52,7 +53,9 @@ class FakeKafka:
             return cast(Producer, made)
 
         def admin(settings: dict[str, Any]) -> AdminClient:
-            return cast(AdminClient, FakeAdmin(settings, self._of(settings), proc))
+            made = FakeAdmin(settings, self._of(settings), proc)
+            self.admins.setdefault(process, []).append(made)
+            return cast(AdminClient, made)
 
         def assignment(properties: Mapping[str, str], group: str, member: str,
                        what: str) -> tuple[set[tuple[str, int]], set[tuple[str, int]]] | None:

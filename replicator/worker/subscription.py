@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -39,6 +39,11 @@ REFRESH_SECONDS = 5.0
 # their descriptions in one long hold of the GIL (~40 ms at 2,000) that the copy loop waited for. Each
 # known topic's id is still checked every ceil(topics / ID_CHECKS_PER_LOOK) looks.
 ID_CHECKS_PER_LOOK = 250
+
+# Looks failed in a row before the next one gets new admin clients: seen in CI, one worker's admin client failed
+# every request for 90 s after two source restarts ("Local: Broker transport failure") while the other worker's
+# answered; its look never saw its topic created again. A real outage costs a new client every few looks.
+LOOK_FAILURES_RENEW = 3
 
 
 def rotating_share(names: list[str], seen: frozenset[str], cursor: int,
@@ -113,6 +118,7 @@ class Subscription:
         self._sync_topic_ready = False
         self._source: AdminClient | None = None
         self._target: AdminClient | None = None
+        self._failed_looks = 0  # in a row (written by the look's thread, read by the loop's once it finished)
 
     def open(self) -> None:
         """Make the admin clients (no network call: a cluster that does not answer yet is waited for
@@ -135,7 +141,7 @@ class Subscription:
         ready), else None. The loop does the same without waiting (``start_look``, ``finished_look``)."""
         self.start_look()
         assert self._look is not None
-        self._look.result()
+        wait([self._look])  # taken whatever its end: a failed look is not the next one's answer
         finished = self.finished_look()
         assert finished is not None
         return self.apply(finished.result())
@@ -153,6 +159,8 @@ class Subscription:
         that group gave it (``Look.group``)."""
         if self._look is not None:
             return
+        if self._failed_looks >= LOOK_FAILURES_RENEW:
+            self._renew_admins()
         self._next = time.monotonic() + self.refresh_seconds
         ensure, self._ensure_targets = self._ensure_targets, False
         future: Future[Look] = Future()
@@ -168,14 +176,26 @@ class Subscription:
                 if member and found.held is None:
                     found = dataclasses.replace(found, group=self._given(member))
                 metrics.TOPIC_REFRESH.labels(self.route.name).observe(time.monotonic() - started)
+                self._failed_looks = 0
                 future.set_result(found)
             except BaseException as exc:  # noqa: BLE001 - handed to the loop, which reports it
+                self._failed_looks += 1
                 if ensure:
                     self._ensure_targets = True  # the next look makes sure of the target topics again
                 future.set_exception(exc)
 
         self._look = future
         threading.Thread(target=look, name=f"topic-refresh-{self.route.name}", daemon=True).start()
+
+    def _renew_admins(self) -> None:
+        """New admin clients for the looks (and the placing, which asks through them); the old ones are let go in
+        a thread of their own: a client that no longer hears its cluster may take long to destroy."""
+        log.warning("topic refresh failed %d times in a row: its admin clients are made anew route=%s",
+                    self._failed_looks, self.route.name)
+        self._failed_looks = 0
+        old = [self._source, self._target]
+        self.open()
+        threading.Thread(target=old.clear, name="admin-let-go", daemon=True).start()
 
     def finished_look(self) -> Future[Look] | None:
         """The look that has finished (taken: the next one may start), or None while it runs or none ran."""

@@ -837,6 +837,28 @@ def test_a_consumer_renewed_for_a_topic_created_again_whose_close_never_returns_
     wedged.set()
 
 
+def test_a_topic_created_again_while_the_look_no_longer_hears_the_source_is_copied_whole(kafka: FakeKafka) -> None:
+    """Seen in CI (tests/integration/worker/test_faults.py): after two source restarts, one worker's look failed
+    for 90 s while the other worker's looked on, so it never learned its topic was created again, and copied
+    nothing of the new one. Its look gets new admin clients."""
+    produce(kafka["source"], 20)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    for admin in kafka.admins["a"]:
+        admin.deaf = True
+    source = kafka["source"]
+    with source.lock:
+        source.delete_topic(TOPIC)
+        source.create_topic(TOPIC, PARTITIONS)
+        produce(source, 5)
+    wait_until(lambda: all(len(kafka["target"].records(REPLICA, p)) >= 25 for p in range(PARTITIONS)),
+               what="the new topic copied", alive=(worker,))
+    assert worker.finish() is None
+    for p in range(PARTITIONS):  # the new topic's records are the old one's values again: read past the old 20
+        copied = [record.value for record in kafka["target"].records(REPLICA, p)][20:]
+        assert list(dict.fromkeys(copied)) == source_values(kafka, p), f"partition {p}"
+
+
 def test_a_worker_whose_consumer_never_closes_still_stops_and_says_why(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
     """A stop must end: the source consumer's close (its leave, its last commit waiting for a coordinator) could

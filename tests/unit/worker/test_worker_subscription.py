@@ -200,3 +200,25 @@ def test_a_look_asks_kafka_with_the_cycle_collector_held_off(kafka: FakeKafka, m
     assert len(collector_on) > 5  # the ids, the replica, the limits too
     assert [request for request, on in collector_on if on] == []
     assert gc.isenabled()
+
+
+def test_a_look_whose_admin_clients_no_longer_hear_the_clusters_gets_new_ones(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Seen in CI: after two source restarts one worker's looks failed for 90 s ("Failed to get metadata: Local:
+    Broker transport failure") while the other worker's looked on; it never saw its topic created again, so it
+    never copied it. Looks that fail LOOK_FAILURES_RENEW times in a row get new admin clients."""
+    from replicator.errors import ClusterError
+    from replicator.worker.subscription import LOOK_FAILURES_RENEW
+
+    caplog.set_level(logging.INFO, logger="replicator.worker.subscription")
+    sub = subscription(kafka)
+    sub.refresh()
+    for admin in kafka.admins["worker"]:
+        admin.deaf = True
+    kafka["source"].delete_topic("payments")
+    for _ in range(LOOK_FAILURES_RENEW):
+        with pytest.raises(ClusterError, match="Broker transport failure"):
+            sub.refresh()
+    assert sub.refresh() == ["orders"]
+    assert sub.partitions == {"orders": 2}
+    assert any(f"topic refresh failed {LOOK_FAILURES_RENEW} times in a row" in m for m in messages(caplog))
