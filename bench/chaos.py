@@ -3,6 +3,8 @@ local clusters while faults are injected one after another; every record is acco
 
     .venv/bin/python bench/chaos.py --cycles 100 --seed 7
     .venv/bin/python bench/chaos.py --cycles 20 --kinds worker-kill,net-partition --keep
+    .venv/bin/python bench/chaos.py --cycles 30 --overlap   # rebalances in the middle of other trouble
+    .venv/bin/python bench/chaos.py --cycles 5 --kinds worker-kill+source-freeze
 
 Exit codes: 0 every record accounted for, 1 records lost/changed/reordered, a worker
 traceback or a fault the harness could not inject, 2 bad input (an unknown fault kind, a
@@ -21,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.chaoslib.context import Settings  # noqa: E402
-from bench.chaoslib.faults import FAULTS, UnknownKind, choose_kinds  # noqa: E402
+from bench.chaoslib.faults import FAULTS, UnknownKind, choose_kinds, pairable  # noqa: E402
 from bench.chaoslib.report import failures  # noqa: E402
 from bench.chaoslib.toxiproxy import ProxyError, check_binary  # noqa: E402
 from replicator.dev.localpostgres import pg_bin  # noqa: E402
@@ -52,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="state DB (default: postgres when its binaries are installed, else sqlite)")
     parser.add_argument("--guarantee", choices=["at-least-once", "exactly-once"], default="at-least-once",
                         help="the route's guarantee (exactly-once: a single duplicate fails the run)")
+    parser.add_argument("--overlap", action="store_true",
+                        help="each fault a pair: one that moves partitions (a worker or topic change) during one "
+                             "that troubles a cluster, the network or the state DB (also as --kinds MOVER+TROUBLE)")
     parser.add_argument("--report", type=Path, help="write every event as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir with every log")
     parser.add_argument("--toxiproxy", type=Path, default=REPO / ".cache" / "bin" / "toxiproxy-server",
@@ -70,10 +75,13 @@ def settings_of(args: argparse.Namespace) -> Settings:
     if args.rate <= 0 or args.fault_seconds <= 0:
         raise ValueError("--rate and --fault-seconds must be positive")
     kinds = choose_kinds([k.strip() for k in args.kinds.split(",") if k.strip()], state)
+    if args.overlap:
+        pairable(kinds)
     check_binary(args.toxiproxy)
     return Settings(cycles=args.cycles, seed=args.seed, kinds=kinds, workers=args.workers, topics=args.topics,
                     partitions=args.partitions, rate=args.rate, fault_seconds=args.fault_seconds, state=state,
-                    toxiproxy=args.toxiproxy, report=args.report, keep=args.keep, guarantee=args.guarantee)
+                    toxiproxy=args.toxiproxy, report=args.report, keep=args.keep, guarantee=args.guarantee,
+                    overlap=args.overlap)
 
 
 def progress(message: str) -> None:

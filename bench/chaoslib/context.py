@@ -42,6 +42,7 @@ class Settings:
     settle_timeout: float = 120.0
     padding: int = 100
     guarantee: str = "at-least-once"  # the route's (exactly-once: the target is read read_committed, 0 duplicates)
+    overlap: bool = False  # each fault a pair: a mover during a trouble (see faults.PairDeck)
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,14 @@ class Chaos:
                 raise TimeoutError(f"{topic}: the source shows {count} partitions, not {partitions}, "
                                    f"after {timeout:.0f} s")
             time.sleep(0.2)
+
+    def stand(self, seconds: float) -> None:
+        """Leave the faults as they are for ``seconds``; raise at once if the verifier failed."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.verifier.fatal:
+                raise RuntimeError(self.verifier.fatal)
+            time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
 
     def running_workers(self) -> list[str]:
         """Regular and extra workers whose process is alive, in a stable order."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from bench.chaoslib.check import Checker, healed
 from bench.chaoslib.cluster import CLUSTER_NAMES, ProxiedCluster, start_clusters
 from bench.chaoslib.context import ROUTE, TOPIC_PREFIX, Chaos, Injected, Settings
-from bench.chaoslib.faults import FAULTS, Deck
+from bench.chaoslib.faults import Deck, PairDeck, fault_of
 from bench.chaoslib.producer import Verifier
 from bench.chaoslib.reader import TargetReader
 from bench.chaoslib.report import FaultOutcome, Final, as_json, keeps_logs, summary
@@ -104,26 +104,18 @@ def _line(outcome: FaultOutcome, checker: Checker, cycles: int) -> str:
 def _one_fault(chaos: Chaos, checker: Checker, index: int, kind: str) -> FaultOutcome:
     exits_before, began = len(chaos.supervisor.exits), time.monotonic()
     try:
-        injected = FAULTS[kind](chaos)
+        injected = fault_of(kind)(chaos)
     except Exception as exc:  # noqa: BLE001 - a fault that could not be injected is reported, the run goes on
         checker.errors.append(f"#{index} {kind}: inject: {type(exc).__name__}: {exc}")
         chaos.proxies.reset()
         injected = Injected(None, f"ERROR: {exc}", 0.0)
-    _hold(chaos, injected.hold_s)
+    chaos.stand(injected.hold_s)
     try:
         injected.heal()
     except Exception as exc:  # noqa: BLE001
         checker.errors.append(f"#{index} {kind}: heal: {type(exc).__name__}: {exc}")
     heal = healed(chaos)
     return checker.outcome(index, kind, injected, heal.at - began, heal, exits_before, began)
-
-
-def _hold(chaos: Chaos, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if chaos.verifier.fatal:
-            raise RuntimeError(chaos.verifier.fatal)
-        time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
 
 
 def run(settings: Settings, progress: Progress) -> RunResult:
@@ -140,7 +132,7 @@ def run(settings: Settings, progress: Progress) -> RunResult:
             start = Injected(None, f"{settings.workers} workers started together on a fresh state DB", 0.0)
             outcomes.append(checker.outcome(0, "start", start, 0.0, healed(chaos), 0, time.monotonic()))
             progress(_line(outcomes[-1], checker, settings.cycles))
-            deck = Deck(settings.kinds, chaos.rng)
+            deck = PairDeck(settings.kinds, chaos.rng) if settings.overlap else Deck(settings.kinds, chaos.rng)
             for index in range(1, settings.cycles + 1):
                 outcomes.append(_one_fault(chaos, checker, index, deck.draw()))
                 progress(_line(outcomes[-1], checker, settings.cycles))

@@ -53,3 +53,86 @@ def test_the_deck_covers_every_kind_each_round_and_follows_the_seed() -> None:
     first = [draws[0]() for _ in range(2 * len(kinds))]
     assert sorted(first[: len(kinds)]) == sorted(kinds) == sorted(first[len(kinds):])
     assert first[: len(kinds)] == [draws[1]() for _ in range(len(kinds))]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--kinds", "worker-kill+bogus"], "chaos.py: unknown fault kind 'worker-kill+bogus' (known: "),
+    (["--kinds", "source-freeze+worker-kill"], "chaos.py: fault pair 'source-freeze+worker-kill': a pair is "
+                                               "MOVER+TROUBLE, a mover one of worker-kill, "),
+    (["--kinds", "worker-kill+net-reset+topic-add"], "chaos.py: fault pair 'worker-kill+net-reset+topic-add': "),
+    (["--kinds", "worker-kill+statedb-stop"], "chaos.py: statedb-stop needs --state postgres"),
+    (["--overlap", "--kinds", "worker-kill,topic-add"], "chaos.py: --overlap pairs a mover (worker-kill, "),
+    (["--overlap", "--kinds", "net-reset"], "chaos.py: --overlap pairs a mover"),
+])
+def test_bad_pairs_exit_2_with_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--state", "sqlite", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_every_kind_but_the_retention_gap_is_a_mover_or_a_trouble() -> None:
+    from bench.chaoslib.faults import MOVERS, TROUBLES
+
+    assert set(MOVERS) | set(TROUBLES) | {"retention-gap"} == set(FAULTS)
+    assert not set(MOVERS) & set(TROUBLES)
+    assert choose_kinds(["worker-kill+source-freeze", "topic-add"], "sqlite") == (
+        "worker-kill+source-freeze", "topic-add")
+
+
+def test_the_pair_deck_pairs_every_mover_and_every_trouble_of_the_run_each_round() -> None:
+    import random
+
+    from bench.chaoslib.faults import MOVERS, TROUBLES, PairDeck
+
+    kinds = choose_kinds([], "postgres")
+    deck = PairDeck(kinds, random.Random(3))
+    pairs = [deck.draw().split("+") for _ in range(len(TROUBLES))]
+    assert sorted(t for _, t in pairs) == sorted(TROUBLES)
+    assert sorted(m for m, _ in pairs[:len(MOVERS)]) == sorted(MOVERS)
+    again = PairDeck(kinds, random.Random(3))
+    assert [again.draw().split("+") for _ in range(len(TROUBLES))] == pairs  # the seed decides
+
+
+def test_a_pair_heals_the_mover_inside_the_trouble_then_the_trouble() -> None:
+    """A killed worker starts again while the source is still frozen; the trouble lasts its own hold, or at
+    least PAIR_TAIL_S past the mover's."""
+    from bench.chaoslib.context import Injected
+    from bench.chaoslib.faults import PAIR_TAIL_S, together
+
+    events: list[str] = []
+
+    class Stage:
+        def stand(self, seconds: float) -> None:
+            events.append(f"stand {seconds}")
+
+    def fault(name: str, side: str | None, hold: float):  # type: ignore[no-untyped-def]
+        def inject(chaos: object) -> Injected:
+            events.append(f"inject {name}")
+            return Injected(side, name, hold, lambda: events.append(f"heal {name}"))
+        return inject
+
+    injected = together(fault("worker-kill", None, 2.0), fault("source-freeze", "source", 7.5))(Stage())  # type: ignore[arg-type]
+    assert (injected.side, injected.detail, injected.hold_s) == ("source", "worker-kill, during source-freeze", 2.0)
+    injected.heal()
+    assert events == ["inject worker-kill", "inject source-freeze", "heal worker-kill", "stand 5.5",
+                      "heal source-freeze"]
+    events.clear()
+    together(fault("worker-freeze", None, 16.0), fault("net-reset", "target", 1.0))(Stage()).heal()  # type: ignore[arg-type]
+    assert events[-2:] == [f"stand {PAIR_TAIL_S}", "heal net-reset"]
+
+
+def test_a_trouble_that_cannot_be_injected_heals_the_mover_first() -> None:
+    from bench.chaoslib.context import Injected
+    from bench.chaoslib.faults import together
+
+    healed: list[str] = []
+
+    def mover(chaos: object) -> Injected:
+        return Injected(None, "worker-kill", 2.0, lambda: healed.append("worker-kill"))
+
+    def trouble(chaos: object) -> Injected:
+        raise RuntimeError("toxiproxy refused")
+
+    with pytest.raises(RuntimeError, match="toxiproxy refused"):
+        together(mover, trouble)(object())  # type: ignore[arg-type]
+    assert healed == ["worker-kill"]
