@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
+from replicator.errors import ClusterError
 from replicator.kafka.clients import ClientFactory
 from replicator.testing.admin import FakeAdmin
 from replicator.testing.cluster import FakeCluster
@@ -60,7 +61,13 @@ class FakeKafka:
         def assignment(properties: Mapping[str, str], group: str, member: str,
                        what: str) -> tuple[set[tuple[str, int]], set[tuple[str, int]]] | None:
             proc.checkpoint()
-            described = {m: (owned, target) for m, owned, target in self._of(dict(properties)).group(group).described()}
+            cluster = self._of(dict(properties))
+            try:  # ``failures["describe_group"]``: the child's ConsumerGroupDescribe timed out
+                cluster.check_reachable("describe_group", proc)
+            except KafkaException as exc:
+                raise ClusterError(f"{what}: cannot describe group {group!r}: {exc.args[0].str()}",
+                                   retriable=True) from exc
+            described = {m: (owned, target) for m, owned, target in cluster.group(group).described()}
             if member not in described:
                 return None
             others = {tp for m, (owned, _) in described.items() if m != member for tp in owned}

@@ -277,7 +277,10 @@ class RouteWorker(Watches):
         self._share_limit()
         if look.ends is not None:
             self._watch_stuck(look.ends)
-        if look.group is not None:
+        if look.group_unread is not None:  # the withheld watch is blind meanwhile: said once, and when it sees again
+            self.links.trouble("reading what the group gave this worker", look.group_unread)
+        elif look.group is not None:
+            self.links.clear("reading what the group gave this worker")
             self._watch_withheld(*look.group)
 
     def _share_limit(self) -> None:

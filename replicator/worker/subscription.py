@@ -88,6 +88,7 @@ class Look:
     # The worker's member, what the group's coordinator gave it, and what the group's other members own (see
     # ``domain.withheld``); None: not asked, or not answered.
     group: tuple[Membership, set[tuple[str, int]], set[tuple[str, int]]] | None = None
+    group_unread: ClusterError | None = None  # why the group was asked and did not answer
 
 
 class Subscription:
@@ -174,7 +175,7 @@ class Subscription:
                 if owned is not None and found.held is None:
                     found = dataclasses.replace(found, ends=self._readable_ends(owned) if owned else {})
                 if member and found.held is None:
-                    found = dataclasses.replace(found, group=self._given(member))
+                    found = self._with_group(found, member)
                 metrics.TOPIC_REFRESH.labels(self.route.name).observe(time.monotonic() - started)
                 self._failed_looks = 0
                 future.set_result(found)
@@ -269,19 +270,18 @@ class Subscription:
             log.debug("readable ends not read route=%s error=%s", self.route.name, exc)
             return {}
 
-    def _given(self, member: Membership) -> tuple[Membership, set[tuple[str, int]], set[tuple[str, int]]] | None:
-        """``member``, what the coordinator gave it and what the others own; None when it does not answer (or
-        does not know the member)."""
+    def _with_group(self, found: Look, member: Membership) -> Look:
+        """``found`` with its ``group``: ``member``, what the coordinator gave it and what the others own (None
+        when it does not know the member); or with its ``group_unread``, why it did not answer."""
         properties = self.config.cluster(member.cluster).client_properties()
         try:
-            found = self.clients.assignment(properties, member.group, member.member,
+            given = self.clients.assignment(properties, member.group, member.member,
                                             f"route {self.route.name}: cluster {member.cluster!r}")
         except ClusterError as exc:
-            log.debug("group assignment not read route=%s group=%s error=%s", self.route.name, member.group, exc)
-            return None
+            return dataclasses.replace(found, group_unread=exc)
         log.debug("group assignment read route=%s group=%s member=%s given=%s", self.route.name, member.group,
-                  member.member, "unknown member" if found is None else len(found[0]))
-        return None if found is None else (member, *found)
+                  member.member, "unknown member" if given is None else len(given[0]))
+        return dataclasses.replace(found, group=None if given is None else (member, *given))
 
     def target_answers(self, timeout: float = 5.0) -> bool:
         """Whether the target cluster answers a metadata request now (its admin client, not the producer)."""

@@ -747,6 +747,28 @@ def test_partitions_the_group_gives_a_worker_whose_consumer_never_takes_them_up_
     assert committed(kafka) == {p: 50 for p in range(PARTITIONS)}
 
 
+def test_a_group_that_does_not_say_what_it_gave_the_worker_is_reported_once_and_again_when_it_does(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """The withheld watch is blind while the group's coordinator does not answer the worker's ask (it logged that
+    at debug only: a cluster whose ACLs refuse DescribeGroups would have left the watch blind without a word)."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    produce(kafka["source"], 20)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the copy", alive=(worker,))
+    kafka["source"].failures["describe_group"] = 1_000_000
+    wait_until(lambda: "reading what the group gave this worker failed, retrying" in caplog.text,
+               what="the blind watch reported", alive=(worker,))
+    kafka["source"].failures["describe_group"] = 0
+    wait_until(lambda: "reading what the group gave this worker works again" in caplog.text,
+               what="the watch seeing again", alive=(worker,))
+    produce(kafka["source"], 10, start=20)  # the copy went on meanwhile
+    wait_until(lambda: all_copied(kafka), what="the copy after", alive=(worker,))
+    assert worker.finish() is None
+    said = [r for r in caplog.records if "reading what the group gave this worker" in r.getMessage()]
+    assert len(said) == 2 and "cannot describe group 'mirrorflow-r'" in said[0].getMessage(), said
+    assert_nothing_lost(kafka)
+
+
 def test_a_state_db_that_hangs_while_owners_are_recorded_never_holds_the_copy(
         kafka: FakeKafka, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Found reading placement at 2,000 partitions (0.2-0.3 s of each placing turn on SQLite): the copy loop
