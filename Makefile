@@ -105,7 +105,7 @@ demo: setup
 	$(BIN)/mirrorflow demo
 
 # The suite in two parts (tests/run_suite.py): all but the short fault runs in TEST_PROCESSES pytest processes side
-# by side (pytest-xdist, a module per process), then the two short fault runs (marker chaos) side by side, with
+# by side (pytest-xdist, a module per process), then the three short fault runs (marker chaos) two at a time, with
 # nothing else loading the machine. TEST_MARKERS narrows both (e.g. "not kafka and not spark and not airflow": the pure part, in seconds);
 # PYTEST_ARGS go to both (paths, -q, -k, --durations); TEST_PROCESSES=1 runs part one in one process.
 TEST_PROCESSES ?= 3

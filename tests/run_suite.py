@@ -7,7 +7,7 @@ Part one runs in ``--processes`` pytest processes (pytest-xdist, one test module
 time, so a module's clusters and Spark session stay in one process): most tests wait on brokers,
 Spark or Airflow rather than compute. Measured on 2 cores (2026-11-29): two processes kept the CPUs
 66 % busy, so a third one fills the waits. Part two, the fault harness's short form (marker
-``chaos``), runs after it, its two runs in a process each (``--dist load``) when ``--processes`` > 1:
+``chaos``), runs after it, its runs in two processes (``--dist load``) when ``--processes`` > 1:
 they judge how soon records flow again after each fault, and a machine loaded by part one's tests
 would make that judgement about the machine; two fault runs side by side took 226 s instead of
 300-318 s one after the other, well within the harness's bounds. ``--markers`` narrows both parts

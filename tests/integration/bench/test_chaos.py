@@ -1,4 +1,5 @@
-"""The fault harness's short form: every fault kind once, on clusters of its own.
+"""The fault harness's short form: every fault kind once, and every partition mover once in a pair with another
+fault, on clusters of its own.
 
 bench/chaos.py runs the long form (100 faults); this one injects each kind once, in an
 order drawn from the seed (env MIRRORFLOW_CHAOS_SEED, default 11), with short holds, and
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bench.chaoslib.context import Settings
-from bench.chaoslib.faults import choose_kinds
+from bench.chaoslib.faults import MOVERS, TROUBLES, choose_kinds
 from bench.chaoslib.faults_workload import GAP_DELETED
 from bench.chaoslib.run import RunResult, run
 from replicator.dev.localpostgres import pg_bin
@@ -57,11 +58,25 @@ def test_an_exactly_once_route_shows_every_record_once_through_its_faults(tmp_pa
     assert result.final.produced > 1000
 
 
-def _settings(tmp_path: Path, kinds: tuple[str, ...], state: str, guarantee: str = "at-least-once") -> Settings:
-    return Settings(cycles=len(kinds), seed=int(os.environ.get("MIRRORFLOW_CHAOS_SEED", "11")), kinds=kinds,
-                    workers=2, topics=2, partitions=2, rate=100.0, fault_seconds=4.0, state=state,
+def test_every_record_survives_rebalances_in_the_middle_of_other_trouble(tmp_path: Path) -> None:
+    """Every fault a pair (``--overlap``): each kind that moves partitions once, during a broker, network or
+    state-DB fault drawn from the seed, healed inside it (a killed worker starts again into a frozen source)."""
+    assert TOXIPROXY.exists(), f"{TOXIPROXY} is missing: `make toxiproxy` builds it (`make test` does)"
+    kinds = choose_kinds([], "sqlite")
+    result = run(_settings(tmp_path, kinds, "sqlite", cycles=len(MOVERS), overlap=True), print)
+    problems = _problems(result)
+    assert not problems, f"logs in {result.work_dir}:\n" + "\n".join(problems)
+    pairs = [o.kind.split("+") for o in result.outcomes if o.kind != "start"]
+    assert sorted(mover for mover, _ in pairs) == sorted(MOVERS) and {t for _, t in pairs} <= set(TROUBLES)
+    assert result.final.produced > 1000
+
+
+def _settings(tmp_path: Path, kinds: tuple[str, ...], state: str, guarantee: str = "at-least-once",
+              cycles: int | None = None, overlap: bool = False) -> Settings:
+    return Settings(cycles=cycles or len(kinds), seed=int(os.environ.get("MIRRORFLOW_CHAOS_SEED", "11")),
+                    kinds=kinds, workers=2, topics=2, partitions=2, rate=100.0, fault_seconds=4.0, state=state,
                     toxiproxy=TOXIPROXY, report=tmp_path / "chaos.json", work_dir=tmp_path / "run",
-                    settle_timeout=60.0, guarantee=guarantee)
+                    settle_timeout=60.0, guarantee=guarantee, overlap=overlap)
 
 
 def _problems(result: RunResult) -> list[str]:
