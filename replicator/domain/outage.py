@@ -23,15 +23,22 @@ class OutageWatch:
 
     hold_after: float = HOLD_AFTER_S
     since: float | None = None
+    answered: float | None = None  # when something last came from the source
 
     def unreachable(self, now: float) -> None:
         """The source did not answer (a broken connection, all brokers down, a refused login)."""
         if self.since is None:
             self.since = now
 
-    def answers(self) -> None:
+    def silent_since(self, asked: float) -> None:
+        """A request sent at ``asked`` went unanswered for its whole timeout, without an error (a frozen broker,
+        a black hole: connections stay open): out of reach since then, or since the last answer after it."""
+        if self.since is None:
+            self.since = asked if self.answered is None else max(asked, self.answered)
+
+    def answers(self, now: float) -> None:
         """Something came from the source: it answers."""
-        self.since = None
+        self.since, self.answered = None, now
 
     def due(self, now: float) -> float | None:
         """The seconds the source has been out of reach, once they reach ``hold_after``; else None."""

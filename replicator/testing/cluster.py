@@ -74,6 +74,7 @@ class FakeCluster:
         self.lock = threading.RLock()
         self.transactions = Coordinator(self)
         self.frozen = False
+        self.thaws = 0  # times thawed: a consumer's first fetch after one comes before the group's word
         # A slow broker: at most this many delivery reports per producer poll (None: all).
         self.deliveries_per_poll: int | None = None
         # Deliveries to report without an offset, as librdkafka does for a retried request the broker had
@@ -117,6 +118,7 @@ class FakeCluster:
     def thaw(self) -> None:
         """Answer again."""
         self.frozen = False
+        self.thaws += 1
 
     def check_reachable(self, request: str = "", process: FakeProcess | None = None) -> None:
         """Raise what librdkafka raises for a request that timed out: when frozen, cut off from

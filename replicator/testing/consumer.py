@@ -77,7 +77,7 @@ class FakeConsumer(FakeLogin):
         self.fatal: KafkaException | None = None  # raised by every consume (librdkafka's fatal state)
         self._assigned_in_callback = False
         self._was_cut = False  # the previous consume found the link to its cluster cut
-        self._thaws_seen = self.process.thaws
+        self._thaws_seen = (self.process.thaws, cluster.thaws)
 
     # -- group -----------------------------------------------------------------------
 
@@ -286,13 +286,15 @@ class FakeConsumer(FakeLogin):
         process was thawed: its fetches go out at once and their records come before the answer to its next
         heartbeat -- a member whose session expired meanwhile gets records of partitions that are no longer its
         own first (seen on real brokers: a host cut off for 10 s copied 4,070 records again before it learned it
-        was fenced; a worker frozen 17.6 s, 395 records of one partition)."""
+        was fenced; a worker frozen 17.6 s, 395 records of one partition; a source broker frozen 17 s, whose
+        members' sessions all ran out at its thaw, 2,693 records copied again by the fault harness's pairs)."""
         reaches = self.process.reaches(self.cluster.name)
-        woke, self._thaws_seen = self.process.thaws != self._thaws_seen, self.process.thaws
+        thaws = (self.process.thaws, self.cluster.thaws)  # its process's, or its cluster's (a broker SIGSTOPped)
+        woke, self._thaws_seen = thaws != self._thaws_seen, thaws
         if not reaches and not self._was_cut:
             self.client_errors.append(KafkaError(KafkaError._TRANSPORT, f"GroupCoordinator: {self.cluster.name}: "
                                                  "Connect failed: No route to host"))
-        if reaches and not self._was_cut and not woke:
+        if reaches and not self._was_cut and not woke and not self.cluster.frozen:  # a frozen broker says nothing
             self._serve_group()
         self._was_cut = not reaches
 

@@ -62,7 +62,7 @@ from replicator.worker.logins import Logins
 from replicator.worker.records import TP, error_of, event_partition, for_producer, headers_of, key_of, offset_of
 from replicator.worker.refusals import describe_refusal
 from replicator.worker.stall import LoopWatch, ProducerWatch, discard
-from replicator.worker.subscription import REFRESH_SECONDS, Look, Membership, Subscription
+from replicator.worker.subscription import REFRESH_SECONDS, Look, Membership, SourceSilent, Subscription
 from replicator.worker.watches import Watches
 
 if TYPE_CHECKING:
@@ -261,6 +261,8 @@ class RouteWorker(Watches):
         try:
             look = finished.result()
         except (ClusterError, KafkaException) as exc:
+            if isinstance(exc, SourceSilent):  # no answer since it asked, and no error: the source may be frozen
+                self.outage.silent_since(exc.asked)
             self.links.trouble("topic refresh", exc)  # keep copying what is subscribed; try again later
             return
         self.links.clear("topic refresh")
@@ -594,7 +596,7 @@ class RouteWorker(Watches):
     @shielded("commit")
     def _on_commit(self, error: KafkaError | None, _partitions: list[TopicPartition]) -> None:
         if error is None:  # the group's coordinator took it: the source answers this worker's membership
-            self.outage.answers()
+            self.outage.answers(time.monotonic())
         ok = error is None or error.code() == KafkaError._NO_OFFSET
         metrics.COMMITS.labels(self.route.name, "ok" if ok else "failed").inc()
 

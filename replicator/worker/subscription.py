@@ -11,7 +11,7 @@ from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, RouteConfig
@@ -59,6 +59,15 @@ def rotating_share(names: list[str], seen: frozenset[str], cursor: int,
     start = cursor % len(known)
     share = known[start:start + size] + known[:max(0, start + size - len(known))]
     return new + share, (start + size) % len(known)
+
+
+class SourceSilent(ClusterError):
+    """The source's metadata request went unanswered for its whole timeout, without an error: a frozen broker or
+    a black hole (connections stay open). ``asked``: when it went out (the source has said nothing since)."""
+
+    def __init__(self, message: str, asked: float) -> None:
+        super().__init__(message, retriable=True)
+        self.asked = asked
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +246,7 @@ class Subscription:
             create_sync_topic(self._target, self.sync_topic)  # before any record: its syncs go there
             self._sync_topic_ready = True
         with collector_paused():  # Kafka's answers on thousands of topics: see collector_paused
-            selection = select_topics(source_partitions(self._source), self.route.topic_filter, self.policy,
+            selection = select_topics(self._source_partitions(), self.route.topic_filter, self.policy,
                                       self.route.target, added, removed)
             checked, self._id_cursor = rotating_share(selection.names, seen, self._id_cursor)
             ids = self.describe_ids(checked)
@@ -258,6 +267,18 @@ class Subscription:
                                sorted(set(known) - set(selection.partitions)))
         return Look(ids, selection.names, dict(selection.partitions), target_of, wanted,
                     {src: limits[target] for src, target in target_of.items() if target in limits}, paused=paused)
+
+    def _source_partitions(self) -> dict[str, int]:
+        """The source's topics and partition counts; SourceSilent when the request timed out."""
+        assert self._source is not None
+        asked = time.monotonic()
+        try:
+            return source_partitions(self._source)
+        except ClusterError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, KafkaException) and cause.args[0].code() == KafkaError._TIMED_OUT:
+                raise SourceSilent(str(exc), asked) from cause
+            raise
 
     def _readable_ends(self, owned: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """Each owned partition's last stable offset (what a read_committed worker can fetch up to), in one

@@ -94,7 +94,7 @@ class Watches(GroupMember):
         went away, so they do not say so). A held worker joins anew: a new consumer, which copies what the
         group gives it from the committed positions."""
         self.links.up("source")
-        self.outage.answers()
+        self.outage.answers(time.monotonic())
         if self.holding:
             reason, self.holding = self.holding, None
             self._renew_clients(f"{reason}: joining the group anew before copying again")

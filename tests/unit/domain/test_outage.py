@@ -19,5 +19,20 @@ from replicator.domain.outage import OutageWatch
 def test_due(events: list[tuple[str, float]], now: float, due: float | None) -> None:
     watch = OutageWatch(hold_after=5.0)
     for kind, at in events:
-        watch.unreachable(at) if kind == "unreachable" else watch.answers()
+        watch.unreachable(at) if kind == "unreachable" else watch.answers(at)
+    assert watch.due(now) == due
+
+
+@pytest.mark.parametrize(("events", "now", "due"), [
+    ([("silent", 10.0)], 14.9, None),
+    ([("silent", 10.0)], 20.0, 10.0),  # a request unanswered for its 10 s timeout: out of reach since it went
+    ([("answers", 13.0), ("silent", 10.0)], 20.0, 7.0),  # something came after it went: silent since then
+    ([("answers", 8.0), ("silent", 10.0)], 20.0, 10.0),
+    ([("unreachable", 9.0), ("silent", 10.0)], 20.0, 11.0),  # an error reported first counts
+])
+def test_a_request_that_timed_out_dates_the_outage_from_when_it_went(
+        events: list[tuple[str, float]], now: float, due: float | None) -> None:
+    watch = OutageWatch(hold_after=5.0)
+    for kind, at in events:
+        {"unreachable": watch.unreachable, "answers": watch.answers, "silent": watch.silent_since}[kind](at)
     assert watch.due(now) == due

@@ -769,6 +769,32 @@ def test_a_group_that_does_not_say_what_it_gave_the_worker_is_reported_once_and_
     assert_nothing_lost(kafka)
 
 
+def test_a_source_that_says_nothing_past_the_session_holds_the_copy_and_nothing_is_copied_twice(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the fault harness's pairs (seed 43, a worker frozen during a source broker frozen 17 s): a frozen
+    broker reports no error (connections stay open), so the workers never held their copy; at its thaw every
+    member's session had run out, and they copied the records written meanwhile before the answer to their next
+    heartbeat said so, while the members that joined then copied them too (2,693 duplicates). A source metadata
+    request unanswered for its whole timeout now dates the outage from when it went out."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    produce(kafka["source"], 20)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka) and committed(kafka) == {p: 20 for p in range(PARTITIONS)},
+               what="the first copy, committed", alive=(worker,))
+    source = kafka["source"]
+    source.freeze()
+    wait_until(lambda: worker.worker.holding is not None, what="the copy held", alive=(worker,))
+    produce(source, 30, start=20)  # written meanwhile: the broker answers them at its thaw
+    kafka.expire("a")  # the broker's session clock ran out while it stood still
+    source.thaw()
+    wait_until(lambda: all_copied(kafka) and committed(kafka) == {p: 50 for p in range(PARTITIONS)},
+               what="the records written meanwhile", alive=(worker,))
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+    assert [len(kafka["target"].records(REPLICA, p)) for p in range(PARTITIONS)] == [50] * PARTITIONS
+    assert "copying held: the source was out of reach" in caplog.text
+
+
 def test_a_state_db_that_hangs_while_owners_are_recorded_never_holds_the_copy(
         kafka: FakeKafka, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Found reading placement at 2,000 partitions (0.2-0.3 s of each placing turn on SQLite): the copy loop
