@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 class GroupMember(ABC):
     """RouteWorker's base: what it does when the group gives, takes or loses partitions. The attributes
-    below are the worker's (set in its ``__init__``); the one method it must supply is ``_new_consumer``."""
+    below are the worker's (set in its ``__init__``); it supplies ``_new_consumer`` and ``_assignment_changed``."""
 
     route: RouteConfig
     timeouts: WorkerTimeouts
@@ -93,6 +93,10 @@ class GroupMember(ABC):
     @abstractmethod
     def _new_consumer(self) -> Consumer:
         """A new source consumer with the worker's settings and callbacks (the worker makes it)."""
+
+    @abstractmethod
+    def _assignment_changed(self) -> None:
+        """The group gave, took or lost partitions of this worker (its watches look closer for a while)."""
 
     def _subscribe(self, topics: list[str]) -> None:
         consumer = self.consumer
@@ -354,6 +358,7 @@ class GroupMember(ABC):
         keys = {(tp.topic, tp.partition) for tp in partitions}
         self.unplaced.update(keys)
         metrics.owned(self.route.name, self.label, keys)
+        self._assignment_changed()
         self._retry_at = 0.0
         log.info("assigned route=%s partitions=%s", self.route.name,
                  listed(f"{tp.topic}[{tp.partition}]" for tp in partitions))
@@ -371,6 +376,7 @@ class GroupMember(ABC):
             # close for good (a CI fault run: 45 s, then the worker was killed). Not waited for: at most repeats.
             self._commit_now(keys, asynchronous=self.renewing)
         self._forget(keys)
+        self._assignment_changed()
         consumer.incremental_unassign(partitions)
         log.info("revoked route=%s partitions=%s", self.route.name,
                  listed(f"{tp.topic}[{tp.partition}]" for tp in partitions))
@@ -381,6 +387,7 @@ class GroupMember(ABC):
         if self._left_behind(consumer):
             return
         self._forget({(tp.topic, tp.partition) for tp in partitions})
+        self._assignment_changed()
         consumer.incremental_unassign(partitions)
         log.warning("partitions lost route=%s count=%s", self.route.name, len(partitions))
 

@@ -185,6 +185,7 @@ class TargetMember(RouteWorker):
         self._sources.update(given)
         keys = {key for sources in given.values() for key in sources}
         self.unplaced.update(keys)
+        self._assignment_changed()
         self._retry_at = 0.0
         log.info("assigned route=%s partitions=%s", self.route.name,
                  listed(f"{t}[{p}]" for t, p in sorted(keys)))
@@ -197,6 +198,7 @@ class TargetMember(RouteWorker):
         self._commit_now()  # what is open commits, with the positions of the partitions going
         keys = self._release(partitions)
         self._unassign_sources(keys)
+        self._assignment_changed()
         member.incremental_unassign(partitions)
         log.info("revoked route=%s partitions=%s", self.route.name,
                  listed(f"{t}[{p}]" for t, p in sorted(keys)))
@@ -209,6 +211,7 @@ class TargetMember(RouteWorker):
         keys = self._release(partitions)
         self._abort("partitions lost: this worker's membership lapsed")
         self._unassign_sources(keys)
+        self._assignment_changed()
         member.incremental_unassign(partitions)
         log.warning("partitions lost route=%s count=%s", self.route.name, len(keys))
 

@@ -48,6 +48,7 @@ class Watches(GroupMember):
     _ends: dict[TP, int]  # each owned partition's readable end, as the last topic refresh that could read it saw
     _ends_at: float  # when the next look reads them
     _assignment_at: float  # when the next look asks the group what it gave this worker
+    _asking_often_until: float  # until then it asks every ``timeouts.assignment_soon`` s (see ``_assignment_changed``)
     withheld_watch: WithheldWatch
     _withheld_member: Membership | None  # the member the withheld watch watches
 
@@ -118,8 +119,19 @@ class Watches(GroupMember):
             return None
         member = None if self.holding or self.renewing else self._membership()
         if member is not None:
-            self._assignment_at = now + self.timeouts.assignment
+            self._assignment_at = now + self._asking_every(now)
         return member
+
+    def _asking_every(self, now: float) -> float:
+        every = self.timeouts.assignment
+        return min(every, self.timeouts.assignment_soon) if now < self._asking_often_until else every
+
+    def _assignment_changed(self) -> None:
+        """This worker's assignment changed (a rebalance, new clients): the group is asked what it gave it every
+        ``timeouts.assignment_soon`` s for ``timeouts.assignment`` s, the time withheld partitions came in."""
+        now = time.monotonic()
+        self._asking_often_until = now + self.timeouts.assignment
+        self._assignment_at = min(self._assignment_at, now + self._asking_every(now))
 
     def _membership(self) -> Membership | None:
         """This worker's member in the route's group on the source (None: not a member now)."""

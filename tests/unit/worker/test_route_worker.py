@@ -747,6 +747,31 @@ def test_partitions_the_group_gives_a_worker_whose_consumer_never_takes_them_up_
     assert committed(kafka) == {p: 50 for p in range(PARTITIONS)}
 
 
+def test_partitions_withheld_in_the_minute_after_a_rebalance_are_found_without_waiting_for_the_minute_ask(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the fault harness's pairs (seed 44, a worker killed during a source freeze): two partitions given
+    in the middle of the rebalances were withheld by their members' clients, and the once-a-minute ask found them
+    80 s later. For a minute after its assignment changed a worker asks every ``assignment_soon`` s."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    config = route_config(kafka, stuck_after="1")
+    timeouts = dataclasses.replace(FAST, assignment=120.0, assignment_soon=0.3)  # the minute ask: never, here
+    produce(kafka["source"], 20)
+    a = WorkerThread(kafka, "a", config, timeouts, worker_id="wa")
+    b = WorkerThread(kafka, "b", config, timeouts, worker_id="wb")
+    try:
+        wait_until(lambda: all_copied(kafka) and len(a.worker.inflight.ledgers) == len(b.worker.inflight.ledgers)
+                   == PARTITIONS // 2, what="both copying (a revoked half of its partitions)", alive=(a, b))
+        a.worker.consumer.unresolved.add(TOPIC)  # type: ignore[attr-defined]
+        assert b.finish() is None  # its partitions go to a, whose consumer does not take them up
+        produce(kafka["source"], 30, start=20)
+        wait_until(lambda: all_copied(kafka), what="every partition copied by a", alive=(a,))
+    finally:
+        b.finish()
+        assert a.finish() is None
+    assert any("but its client did not hand them over for 1 s" in r.getMessage() for r in caplog.records)
+    assert_nothing_lost(kafka)
+
+
 def test_a_group_that_does_not_say_what_it_gave_the_worker_is_reported_once_and_again_when_it_does(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
     """The withheld watch is blind while the group's coordinator does not answer the worker's ask (it logged that
