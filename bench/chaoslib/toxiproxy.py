@@ -25,7 +25,11 @@ REMOVE_TIMEOUT_S = 90.0  # a toxic's removal ends once what it holds has drained
 
 
 class ProxyError(Exception):
-    """The proxy binary is missing or misbehaves; the message names it."""
+    """The proxy binary is missing or misbehaves; the message names it (``status``: the HTTP status it answered)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def check_binary(path: Path) -> None:
@@ -88,7 +92,7 @@ class ToxiproxyClient:
             with urllib.request.urlopen(request, timeout=10) as answer:
                 text = answer.read()
         except urllib.error.HTTPError as exc:
-            raise ProxyError(f"toxiproxy: {method} {path}: HTTP {exc.code}: {exc.read()[:200]!r}") from None
+            raise ProxyError(f"toxiproxy: {method} {path}: HTTP {exc.code}: {exc.read()[:200]!r}", exc.code) from None
         except OSError as exc:
             raise ProxyError(f"toxiproxy: {method} {path}: {exc}") from None
         return json.loads(text) if text.strip() else None
@@ -125,7 +129,9 @@ class ToxiproxyClient:
         for toxic in names:
             try:
                 self._call("DELETE", f"/proxies/{proxy}/toxics/{toxic}")
-            except ProxyError:
+            except ProxyError as exc:
+                if exc.status not in (None, 503):  # refused (no such toxic): not a removal under way
+                    raise
                 self._wait_removed(proxy, toxic)
 
     def _wait_removed(self, proxy: str, toxic: str) -> None:

@@ -20,7 +20,7 @@ class _Draining(ToxiproxyClient):
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         self.calls.append(method)
         if method == "DELETE":
-            raise ProxyError(f"toxiproxy: DELETE {path}: HTTP 503: b''")
+            raise ProxyError(f"toxiproxy: DELETE {path}: HTTP 503: b''", 503)
         self.listed -= 1
         return [{"name": "latency-downstream"}] if self.listed >= 0 else []
 
@@ -37,3 +37,15 @@ def test_a_toxic_that_never_goes_is_an_error_naming_it(monkeypatch: pytest.Monke
     monkeypatch.setattr(toxiproxy, "REMOVE_TIMEOUT_S", 0.0)
     with pytest.raises(ProxyError, match="toxic latency-downstream of source still there 0 s after its removal"):
         _Draining(listed=10**6).remove_toxics("source", ["latency-downstream"])
+
+
+def test_a_removal_the_server_refuses_is_an_error_at_once() -> None:
+    class Refusing(_Draining):
+        def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+            self.calls.append(method)
+            raise ProxyError(f"toxiproxy: {method} {path}: HTTP 404: b'toxic not found'", 404)
+
+    client = Refusing(listed=0)
+    with pytest.raises(ProxyError, match="HTTP 404"):
+        client.remove_toxics("source", ["no-such-toxic"])
+    assert client.calls == ["DELETE"]
