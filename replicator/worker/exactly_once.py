@@ -45,7 +45,7 @@ from replicator.worker.bounded import Hung, bounded
 from replicator.worker.callbacks import shielded
 from replicator.worker.dead_letter import REQUEST_LIMIT, TOPIC_LIMIT, DeadLetterError, DeadLetterWriter
 from replicator.worker.links import UNREACHABLE
-from replicator.worker.records import TP
+from replicator.worker.records import PURGED, TP
 from replicator.worker.route_worker import RouteFailed, WorkerTimeouts
 from replicator.worker.stall import discard
 from replicator.worker.target_member import TargetMember
@@ -59,9 +59,6 @@ log = logging.getLogger(__name__)
 # The producer's epoch is no longer the target's: its transaction timed out (the target was away longer than
 # transaction.timeout.ms) and the coordinator bumped the epoch, or another producer took this transactional id.
 PRODUCER_LOST = (KafkaError.INVALID_PRODUCER_EPOCH, KafkaError.PRODUCER_FENCED, KafkaError._FENCED)
-# Records librdkafka dropped unsent: by our own abort_transaction, or because the producer went fatal (fenced).
-# Neither says anything of the record: it is copied again from the last commit.
-PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 FENCINGS_ALLOWED = 5  # producers replaced this often within FENCING_WINDOW_S: another worker has this worker's id
 FENCING_WINDOW_S = 60.0
 INIT_TIMEOUT_S = 30.0  # init_transactions: finds the coordinator, fences an earlier producer of the same id
@@ -503,6 +500,11 @@ class ExactlyOnceWorker(TargetMember):
                 self._producer.flush(1.0)
             except (KafkaException, RuntimeError, SystemError):  # a failed producer: its reports are moot
                 pass
+
+    def _drop_unsent(self) -> int:
+        """Nothing to drop: partitions go after their transaction committed (a hand-over) or was aborted (lost);
+        what a purge would drop belongs to that transaction, which librdkafka's abort purges itself."""
+        return 0
 
     def _start_over(self, only: set[TP] | None = None, why: str | None = None) -> None:
         """A replaced producer, a replay or a re-seek: in a transaction that means abort and start from the

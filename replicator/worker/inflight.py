@@ -36,6 +36,7 @@ class InFlight:
         self.retired: dict[TP, deque[PartitionLedger]] = defaultdict(deque)
         self.merge_order: dict[TP, deque[str]] = defaultdict(deque)  # target partition -> source topics
         self.syncs: deque[Run] = deque()  # found, not yet produced
+        self.purged: list[Run] = []  # produced, then dropped unsent by the producer: produced again first
         self.dirty: set[TP] = set()  # partitions whose commit position may have moved
 
     def owns(self, key: TP) -> bool:
@@ -66,6 +67,7 @@ class InFlight:
         for table in (self.ledgers, self.writers, self.retired, self.merge_order):
             table.clear()
         self.syncs.clear()
+        self.purged.clear()
         self.dirty.clear()
         return unsettled
 
@@ -116,6 +118,17 @@ class InFlight:
             self.syncs.append(run)
         self.dirty.add(key)
         return source_offset
+
+    def sync_purged(self, run: Run) -> None:
+        """``run``'s sync was dropped unsent (its producer purged): it goes again, before the syncs found since."""
+        self.purged.append(run)
+
+    def syncs_to_send(self) -> deque[Run]:
+        """The syncs to produce, in order: those purged first (in the order they were produced), then the rest."""
+        if self.purged:
+            self.syncs.extendleft(reversed(self.purged))
+            self.purged.clear()
+        return self.syncs
 
     def sync_delivered(self, run: Run) -> None:
         """The target acknowledged ``run``: the commit may pass its latest start."""

@@ -15,6 +15,9 @@ from replicator.domain.provenance import Headers
 
 TP = tuple[str, int]
 ProducedHeaders = list[tuple[str, str | bytes | None]] | None  # what Producer.produce takes
+# Delivery reports of records librdkafka dropped unsent (``Producer.purge``, an abort, a fatal producer): they say
+# nothing of the record, which is copied again.
+PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 
 
 def key_of(message: Message) -> TP:

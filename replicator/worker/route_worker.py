@@ -59,7 +59,7 @@ from replicator.worker.heartbeat import HeartbeatEmitter
 from replicator.worker.inflight import InFlight
 from replicator.worker.links import Links, group_out_of_reach
 from replicator.worker.logins import Logins
-from replicator.worker.records import TP, error_of, event_partition, for_producer, headers_of, key_of, offset_of
+from replicator.worker.records import PURGED, TP, error_of, event_partition, for_producer, headers_of, key_of, offset_of
 from replicator.worker.refusals import describe_refusal
 from replicator.worker.stall import LoopWatch, ProducerWatch, discard
 from replicator.worker.subscription import REFRESH_SECONDS, Look, Membership, SourceSilent, Subscription
@@ -145,6 +145,7 @@ class RouteWorker(Watches):
         self.inflight = InFlight()
         self.unplaced: set[TP] = set()  # assigned, paused, not yet positioned
         self.replays: set[TP] = set()  # records of these failed as "not there": copy again from the failed one
+        self.purged_reports = 0  # reports of records the producer dropped unsent (see ``_drop_unsent``)
         self.resets: set[TP] = set()  # fell off the log; their recovery is still to be done
         self.backlog: deque[Message] = deque()
         self.paused = False  # the whole assignment, by a full producer queue
@@ -500,6 +501,8 @@ class RouteWorker(Watches):
     @shielded("delivery report")
     def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
         self.producer_watch.reported()
+        if error is not None and error.code() in PURGED:
+            self.purged_reports += 1
         topic, partition = key_of(message)
         if topic == self.subscription.sync_topic:
             self._on_sync_delivery(error, message)
@@ -533,6 +536,9 @@ class RouteWorker(Watches):
 
     def _on_sync_delivery(self, error: KafkaError | None, message: Message) -> None:
         run = decode_sync(message.key() or b"", message.value() or b"")
+        if error is not None and error.code() in PURGED:  # dropped unsent (``_drop_unsent``): it goes again
+            self.inflight.sync_purged(run)
+            return
         if error is not None:
             self.failure = f"offset sync for {run.start.topic}[{run.start.partition}] not written: {error.str()}"
             return

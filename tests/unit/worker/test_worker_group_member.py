@@ -113,3 +113,36 @@ def test_a_replaced_producer_copies_again_from_the_last_acknowledged_record(kafk
     for p in range(PARTITIONS):  # the wedged producer wrote nothing: nothing repeated, nothing skipped
         assert copies(kafka, p) == originals(kafka, p), f"partition {p}"
     assert committed(kafka) == {p: 150 for p in range(PARTITIONS)}
+
+
+def test_a_hand_over_the_target_does_not_answer_drops_what_was_not_sent_so_nothing_is_copied_twice(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """The fault pairs' `worker-freeze+target-kill`: 1,164 duplicates. The old owner's producer still held the
+    records of the partitions it handed over, and wrote them when the target came back, after their next owner
+    had copied them too. Here b hands its partitions over as it joins the group anew after a source outage."""
+    caplog.set_level(logging.INFO, "replicator.worker")
+    produce(kafka["source"], 100)
+    config = route_config(kafka)
+    a, b = WorkerThread(kafka, "a", config), WorkerThread(kafka, "b", config)
+    wait_until(lambda: all_copied(kafka) and committed(kafka) == {p: 100 for p in range(PARTITIONS)}
+               and len(a.worker.inflight.ledgers) == 2 and len(b.worker.inflight.ledgers) == 2,
+               what="the first copy by both, committed", alive=(a, b))
+    kafka["target"].freeze()
+    produce(kafka["source"], 50, start=100)
+    wait_until(lambda: sum(map(len, b.worker.inflight.ledgers.values())) == 100, what="b's records in flight",
+               alive=(a, b))
+    kafka.cut("b", "source")
+    wait_until(lambda: b.worker.holding is not None, what="b's hold", alive=(a, b))
+    kafka.heal("b", "source")
+    wait_until(lambda: bool(said(caplog, "handed over with records not yet acknowledged")), what="b's hand-over",
+               alive=(a, b))
+    handed = said(caplog, "handed over with records not yet acknowledged")
+    assert len(handed) == 1 and "partitions=2 records=100 " in handed[0]
+    assert int(handed[0].rsplit("dropped_unsent=", 1)[1]) >= 100  # the records, and any offset sync queued
+    kafka["target"].thaw()
+    wait_until(lambda: all_copied(kafka) and committed(kafka) == {p: 150 for p in range(PARTITIONS)},
+               what="the copy after the thaw, committed to the ends", alive=(a, b))
+    assert a.finish() is None and b.finish() is None
+    for p in range(PARTITIONS):  # b's producer wrote nothing it had queued before its hand-over
+        assert copies(kafka, p) == originals(kafka, p), f"partition {p}: a duplicate or a gap"
+    assert committed(kafka) == {p: 150 for p in range(PARTITIONS)}

@@ -122,6 +122,19 @@ def test_abandon_forgets_live_and_retired_records_and_unsent_syncs() -> None:
     assert not inflight.syncs and inflight.commit_positions() == {} and inflight.unsettled() == 0
 
 
+def test_syncs_purged_unsent_go_again_first_in_the_order_they_were_produced() -> None:
+    first, second, later = (Run(OffsetSync("orders", 0, offset, offset, None)) for offset in (0, 5, 9))
+    inflight = InFlight()
+    inflight.syncs.append(later)  # found after the two below were produced, not yet produced itself
+    inflight.sync_purged(first)
+    inflight.sync_purged(second)
+    assert list(inflight.syncs_to_send()) == [first, second, later]
+    assert list(inflight.syncs_to_send()) == [first, second, later]  # taken once, not twice
+    inflight.sync_purged(later)
+    inflight.abandon()  # a replaced producer: nothing of it goes again
+    assert not inflight.syncs_to_send()
+
+
 def test_a_report_without_an_offset_settles_the_record_and_the_next_one_starts_a_run() -> None:
     inflight = run([("open", A), ("produce", A, [0, 1, 2]), ("report", A, 0), ("sync_acked",)])
     report(inflight, A, None)  # DUPLICATE_SEQUENCE_NUMBER: on the target, where unknown
