@@ -66,6 +66,17 @@ class Checker:
             time.sleep(0.25)
         return settle_s, flow_s
 
+    def _unsettled(self, heal: Heal) -> str:
+        """What the settle still waited for: per stream, how many records from which number, and how many of
+        them the source never acknowledged (the verifier's producer still holds them)."""
+        sent = self.chaos.verifier.snapshot()
+        cut = {s: n for s, n in heal.cut.items() if s not in self.stalled}
+        parts = []
+        for stream, seqs in sorted(self.chaos.reader.still_missing(cut, self._not_awaited()).items(), key=str)[:5]:
+            unacked = sum(1 for seq in seqs if seq < len(sent.get(stream, ())) and sent[stream][seq].offset is None)
+            parts.append(f"{stream} {len(seqs)} from #{seqs[0]} ({unacked} not acknowledged by the source)")
+        return ", ".join(parts) or "nothing now"
+
     def _update_stalled(self, tally: Tally) -> None:
         positions = self.chaos.reader.positions()
         moved = {s for s, n in positions.items() if n != self._positions.get(s, 0)}
@@ -110,6 +121,8 @@ class Checker:
         self.tracebacks.update(new_tracebacks)
         self._update_stalled(tally)
         detail = injected.detail + (self._retention(injected.loss_topic) if injected.loss_topic else "")
+        if settle_s is None:
+            detail += f"; not settled: {self._unsettled(heal)}"
         if self.stalled:
             detail += f"; stalled (not copied during a whole check): {', '.join(map(str, sorted(self.stalled)))}"
         return FaultOutcome(index, kind, injected.side, detail, round(duration, 1),

@@ -63,6 +63,18 @@ class TargetReader:
                 count += sum(1 for seq in range(low, upto) if (seq >= len(seen) or not seen[seq]) and seq not in skip)
             return count
 
+    def still_missing(self, wanted: dict[Stream, int], excused: dict[Stream, set[int]]) -> dict[Stream, list[int]]:
+        """The numbers of the records ``missing`` counts, per stream (to say what a settle waited for in vain)."""
+        with self._lock:
+            found = {}
+            for stream, upto in wanted.items():
+                seen, skip = self.seen.get(stream, bytearray()), excused.get(stream, set())
+                seqs = [seq for seq in range(self._settled.get(stream, 0), upto)
+                        if (seq >= len(seen) or not seen[seq]) and seq not in skip]
+                if seqs:
+                    found[stream] = seqs
+            return found
+
     def first_at_or_after(self, stream: Stream, seq: int, start: int) -> float | None:
         """When the first record numbered ``seq`` or higher arrived (looking from position ``start``)."""
         with self._lock:
