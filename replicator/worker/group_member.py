@@ -410,20 +410,24 @@ class GroupMember(ABC):
     def _drop_unsent(self) -> int:
         """Partitions went (handed over, lost) with records their producer holds still: the target did not take
         them in time. Sent later, they would repeat what their next owner copies (the fault pairs: 1,164 records
-        after a target kill while a worker froze, which joined its group anew). So what the producer has not sent
-        is dropped when the worker keeps no partition with records in flight (joining anew, stopping, all lost):
-        librdkafka purges a whole producer, and reports what it purged before what it had sent, out of the order
-        a live ledger matches reports in. What was sent is left to its report: it may be written. The offset
-        syncs purged are produced again. (Not an exactly-once worker's: its transaction's abort drops them.)
-        Returns how many records were dropped."""
+        after a target kill while a worker froze). So what the producer has not sent is dropped -- librdkafka
+        purges a whole producer, not a partition -- and the partitions this worker keeps with records in flight
+        are copied again from their last acknowledged record (``_start_over``). Their ledgers are retired
+        before the purged records' reports are served: those come before the reports of records already sent,
+        out of the order a live ledger matches reports in. What was sent is left to its report: it may be
+        written. The offset syncs purged are produced again, first. (Not an exactly-once worker's: its
+        transaction's abort drops them.) Returns how many records were dropped."""
         producer = self._producer
-        if producer is None or any(len(ledger) for ledger in self.inflight.ledgers.values()):
+        if producer is None:
             return 0
+        kept = {key for key, ledger in self.inflight.ledgers.items() if len(ledger)}
         try:
             producer.purge(in_queue=True, in_flight=False, blocking=True)
         except KafkaException as exc:
             log.warning("dropping unsent records failed route=%s error=%s", self.route.name, exc.args[0].str())
             return 0
+        if kept:
+            self._start_over(kept)
         before = self.purged_reports
         self._serve_producer(0)  # the purged reports now: a purged sync goes again before those found later
         return self.purged_reports - before
