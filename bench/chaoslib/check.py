@@ -112,6 +112,7 @@ class Checker:
                 exits_before: int, injected_at: float) -> FaultOutcome:
         """Settle, account, and describe one fault."""
         settle_s, flow_s = self.settle(heal)
+        unsettled = self._unsettled(heal) if settle_s is None else ""
         tally = self.tally(heal.cut)
         new_lost = tally.lost_records() - self.lost.keys()
         self.lost.update(dict.fromkeys(new_lost, index))
@@ -122,7 +123,7 @@ class Checker:
         self._update_stalled(tally)
         detail = injected.detail + (self._retention(injected.loss_topic) if injected.loss_topic else "")
         if settle_s is None:
-            detail += f"; not settled: {self._unsettled(heal)}"
+            detail += f"; not settled: {unsettled}"
         if self.stalled:
             detail += f"; stalled (not copied during a whole check): {', '.join(map(str, sorted(self.stalled)))}"
         return FaultOutcome(index, kind, injected.side, detail, round(duration, 1),
@@ -176,4 +177,4 @@ class Checker:
                      tally.total("unexpected"), tally.foreign, len(self.lost.keys() - tally.lost_records()),
                      tuple(compare_losses(truth, self.reported)),
                      tuple(self.errors), tuple(examples), tuple(sorted(self.tracebacks)),
-                     tuple(self.chaos.supervisor.exits), self.chaos.settings.guarantee)
+                     tuple(self.chaos.supervisor.exits), self.chaos.settings.guarantee, self.chaos.reader.renewals)

@@ -13,6 +13,21 @@ from bench.chaoslib.accounting import Got
 from bench.chaoslib.records import Stream, fingerprint, parse_key
 
 REFRESH_S = 1.0
+# A reader assigned its partitions can stop getting answers after the target broker restarts (librdkafka #5153,
+# the route's own remedy is in replicator.worker.watches): overlap-28b's reader read nothing after a target
+# restart while the workers' commits moved on, and every later fault counted the records it did not see as lost.
+# Nothing read for this long while the target has records past the reader's positions: a new consumer.
+STILL_S = 5.0
+
+TPKey = tuple[str, int]
+
+
+def stuck(before: dict[TPKey, int], now: dict[TPKey, int], ends: dict[TPKey, int]) -> list[TPKey]:
+    """Partitions whose position stood since the last look (``before``) though the target has records past it
+    (``ends``: the high watermarks; a read_committed position may stand below one while a transaction is open,
+    so only a position that also stood a whole look counts). A position below 0: nothing fetched yet."""
+    return sorted(tp for tp, position in now.items()
+                  if before.get(tp) == position and ends.get(tp, -1) > max(position, 0))
 
 
 class TargetReader:
@@ -21,10 +36,14 @@ class TargetReader:
     def __init__(self, bootstrap: str) -> None:
         # read_committed: what an application reading the target sees (an exactly-once route's aborted
         # transactions are not returned; librdkafka's default, said out loud)
-        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "chaos-target-reader",
-                                   "isolation.level": "read_committed",
-                                   "enable.auto.commit": "false", "enable.partition.eof": "false",
-                                   "fetch.wait.max.ms": "50", "log_level": 0})  # the target goes away on purpose
+        self._settings = {"bootstrap.servers": bootstrap, "group.id": "chaos-target-reader",
+                          "isolation.level": "read_committed",
+                          "enable.auto.commit": "false", "enable.partition.eof": "false",
+                          "fetch.wait.max.ms": "50", "log_level": 0}  # the target goes away on purpose
+        self._consumer = Consumer(self._settings)
+        self.renewals = 0  # consumers replaced because they stopped reading (``_watch``)
+        self._read_at = time.monotonic()  # when the last record came
+        self._looked: dict[TPKey, int] = {}  # the positions at the previous look of ``_watch``
         self.got: dict[Stream, list[Got]] = {}
         self.seen: dict[Stream, bytearray] = {}
         self.foreign: list[str] = []  # where a record that names no stream of ours was found
@@ -101,11 +120,37 @@ class TargetReader:
                 messages = self._consumer.consume(2000, 0.2)
             except KafkaException:
                 continue  # the target is down: librdkafka reconnects by itself
+            now = time.monotonic()
+            if messages:
+                self._read_at = now
+            elif now - self._read_at >= STILL_S:
+                self._read_at = now  # one look per STILL_S while nothing comes
+                self._watch()
             with self._lock:
-                now = time.monotonic()
                 for message in messages:
                     if message.error() is None:
                         self._note(message, now)
+
+    def _watch(self) -> None:
+        """Nothing read for STILL_S: a consumer whose positions stood since the last look while the target has
+        records past them is replaced by a new one, assigned at those positions."""
+        assigned = sorted(self._assigned)
+        try:
+            positions = {(tp.topic, tp.partition): tp.offset
+                         for tp in self._consumer.position([TopicPartition(t, p) for t, p in assigned])}
+            ends = {(t, p): self._consumer.get_watermark_offsets(TopicPartition(t, p), timeout=2, cached=False)[1]
+                    for t, p in assigned}
+        except KafkaException:
+            return  # the target is away: nothing to tell
+        before, self._looked = self._looked, positions
+        if not stuck(before, positions, ends):
+            return
+        old, self._consumer = self._consumer, Consumer(self._settings)
+        self._consumer.incremental_assign([TopicPartition(t, p, positions[(t, p)] if positions[(t, p)] >= 0
+                                                          else OFFSET_BEGINNING) for t, p in assigned])
+        self.renewals += 1
+        self._looked = {}
+        old.close()
 
     def _assign_new(self) -> None:
         with self._lock:

@@ -60,6 +60,7 @@ class Final:
     traceback_logs: tuple[str, ...] = ()
     exits: tuple[WorkerExit, ...] = field(default_factory=tuple)
     guarantee: str = "at-least-once"  # the route's: on exactly-once a duplicate fails the run
+    reader_renewals: int = 0  # the harness's target reader replaced because it stopped reading
 
 
 def _p50(values: Sequence[float]) -> float | None:
@@ -139,6 +140,8 @@ def summary(final: Final, outcomes: Sequence[FaultOutcome]) -> str:
     lines += [f"  retention report differs: {line}" for line in final.retention_differences]
     lines += [f"  harness error: {line}" for line in final.harness_errors]
     lines += [f"  worker {e.worker} exited at {e.at_s:.0f}s with code {e.code}: {e.reason}" for e in exits]
+    if final.reader_renewals:
+        lines.append(f"  the harness's target reader stopped reading and was made anew {final.reader_renewals} times")
     problems = failures(final)
     lines.append("FAILED: " + "; ".join(problems) if problems else "PASSED: every record accounted for" + _but(final))
     return "\n".join(lines)

@@ -1,0 +1,28 @@
+"""The chaos harness's target reader: when it takes itself for stuck (its consumer is then made anew)."""
+
+from __future__ import annotations
+
+from bench.chaoslib.reader import stuck
+
+A, B = ("src.t", 0), ("src.t", 1)
+
+
+def test_a_position_that_stood_a_whole_look_below_the_targets_end_is_stuck() -> None:
+    assert stuck({A: 10, B: 5}, {A: 10, B: 5}, {A: 12, B: 5}) == [A]
+
+
+def test_a_position_that_moved_since_the_last_look_is_not_stuck() -> None:
+    assert stuck({A: 8}, {A: 10}, {A: 12}) == []
+
+
+def test_the_first_look_takes_nothing_for_stuck() -> None:
+    assert stuck({}, {A: 10}, {A: 12}) == []
+
+
+def test_a_partition_never_fetched_is_stuck_once_the_target_has_records_for_it() -> None:
+    never = -1001  # librdkafka's OFFSET_INVALID: no position yet
+    assert stuck({A: never, B: never}, {A: never, B: never}, {A: 3, B: 0}) == [A]
+
+
+def test_a_partition_whose_end_is_unknown_is_not_stuck() -> None:
+    assert stuck({A: 10}, {A: 10}, {}) == []
