@@ -16,7 +16,8 @@ REFRESH_S = 1.0
 # A reader assigned its partitions can stop getting answers after the target broker restarts (librdkafka #5153,
 # the route's own remedy is in replicator.worker.watches): overlap-28b's reader read nothing after a target
 # restart while the workers' commits moved on, and every later fault counted the records it did not see as lost.
-# Nothing read for this long while the target has records past the reader's positions: a new consumer.
+# Every this often the reader looks at its positions: positions that stood a whole look while the target has
+# records past them mean a new consumer. (Per partition: overlap-28c's reader still read some partitions.)
 STILL_S = 5.0
 
 TPKey = tuple[str, int]
@@ -42,7 +43,7 @@ class TargetReader:
                           "fetch.wait.max.ms": "50", "log_level": 0}  # the target goes away on purpose
         self._consumer = Consumer(self._settings)
         self.renewals = 0  # consumers replaced because they stopped reading (``_watch``)
-        self._read_at = time.monotonic()  # when the last record came
+        self._look_at = time.monotonic() + STILL_S  # when ``_watch`` looks next
         self._looked: dict[TPKey, int] = {}  # the positions at the previous look of ``_watch``
         self.got: dict[Stream, list[Got]] = {}
         self.seen: dict[Stream, bytearray] = {}
@@ -121,10 +122,8 @@ class TargetReader:
             except KafkaException:
                 continue  # the target is down: librdkafka reconnects by itself
             now = time.monotonic()
-            if messages:
-                self._read_at = now
-            elif now - self._read_at >= STILL_S:
-                self._read_at = now  # one look per STILL_S while nothing comes
+            if now >= self._look_at:
+                self._look_at = now + STILL_S
                 self._watch()
             with self._lock:
                 for message in messages:
@@ -132,8 +131,8 @@ class TargetReader:
                         self._note(message, now)
 
     def _watch(self) -> None:
-        """Nothing read for STILL_S: a consumer whose positions stood since the last look while the target has
-        records past them is replaced by a new one, assigned at those positions."""
+        """A consumer with a position that stood since the last look while the target has records past it is
+        replaced by a new one, assigned at the positions it had."""
         assigned = sorted(self._assigned)
         try:
             positions = {(tp.topic, tp.partition): tp.offset
