@@ -23,6 +23,14 @@ STILL_S = 5.0
 TPKey = tuple[str, int]
 
 
+def standing(positions: dict[TPKey, int], read: dict[TPKey, int]) -> dict[TPKey, int]:
+    """Where each partition stands: its consumer's position, or, while that says nothing (below 0: nothing
+    returned since the consumer was made), the offset after the last record read from it (-1: none yet).
+    Never where nothing was read: a new consumer at the start would read it all again (overlap-28d's
+    22,732 "duplicates" were the harness reading partitions again from their start)."""
+    return {tp: position if position >= 0 else read.get(tp, -1) for tp, position in positions.items()}
+
+
 def stuck(before: dict[TPKey, int], now: dict[TPKey, int], ends: dict[TPKey, int]) -> list[TPKey]:
     """Partitions whose position stood since the last look (``before``) though the target has records past it
     (``ends``: the high watermarks; a read_committed position may stand below one while a transaction is open,
@@ -45,6 +53,7 @@ class TargetReader:
         self.renewals = 0  # consumers replaced because they stopped reading (``_watch``)
         self._look_at = time.monotonic() + STILL_S  # when ``_watch`` looks next
         self._looked: dict[TPKey, int] = {}  # the positions at the previous look of ``_watch``
+        self._read: dict[TPKey, int] = {}  # per replica partition, the offset after the last record read
         self.got: dict[Stream, list[Got]] = {}
         self.seen: dict[Stream, bytearray] = {}
         self.foreign: list[str] = []  # where a record that names no stream of ours was found
@@ -134,9 +143,11 @@ class TargetReader:
         """A consumer with a position that stood since the last look while the target has records past it is
         replaced by a new one, assigned at the positions it had."""
         assigned = sorted(self._assigned)
+        with self._lock:
+            read = dict(self._read)
         try:
-            positions = {(tp.topic, tp.partition): tp.offset
-                         for tp in self._consumer.position([TopicPartition(t, p) for t, p in assigned])}
+            positions = standing({(tp.topic, tp.partition): tp.offset for tp in
+                                  self._consumer.position([TopicPartition(t, p) for t, p in assigned])}, read)
             ends = {(t, p): self._consumer.get_watermark_offsets(TopicPartition(t, p), timeout=2, cached=False)[1]
                     for t, p in assigned}
         except KafkaException:
@@ -165,6 +176,7 @@ class TargetReader:
             self._assigned.update((tp.topic, tp.partition) for tp in new)
 
     def _note(self, message: Message, now: float) -> None:
+        self._read[(message.topic() or "", message.partition() or 0)] = (message.offset() or 0) + 1
         source, parsed = self._replicas.get(message.topic()), parse_key(message.key())
         if source is None or parsed is None or parsed[1] != message.partition() or not 0 <= parsed[2] < 10**8:
             self.foreign.append(f"{message.topic()}[{message.partition()}]@{message.offset()}")

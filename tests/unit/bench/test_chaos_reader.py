@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.chaoslib.reader import stuck
+from bench.chaoslib.reader import standing, stuck
 
 A, B = ("src.t", 0), ("src.t", 1)
 
@@ -26,3 +26,9 @@ def test_a_partition_never_fetched_is_stuck_once_the_target_has_records_for_it()
 
 def test_a_partition_whose_end_is_unknown_is_not_stuck() -> None:
     assert stuck({A: 10}, {A: 10}, {}) == []
+
+
+def test_a_consumer_that_returned_nothing_yet_stands_where_the_reader_last_read_never_at_the_start() -> None:
+    never = -1001
+    assert standing({A: never, B: 40}, {A: 57, B: 38}) == {A: 57, B: 40}
+    assert standing({A: never}, {}) == {A: -1}  # nothing read from it at all: its start is right
