@@ -155,10 +155,12 @@ class FakeTransactionalProducer(FakeProducer):
                 on_delivery: DeliveryCallback | None = None, timestamp: int = 0,
                 headers: list[tuple[str, bytes | None]] | None = None,
                 callback: DeliveryCallback | None = None) -> None:
-        """Queue a record of the open transaction (_STATE outside one, _FATAL once fenced)."""
+        """Queue a record of the open transaction (_STATE outside one, _FATAL once fenced). confluent-kafka makes
+        the _FATAL that ``produce`` raises from the code alone: its ``fatal()`` is False (the fault pairs: a worker
+        stopped on an offset sync refused so, taken for a refusal of the sync)."""
         self.process.checkpoint()
         if self.fatal is not None:
-            raise KafkaException(KafkaError(KafkaError._FATAL, "Local: Fatal error", fatal=True))
+            raise KafkaException(KafkaError(KafkaError._FATAL, "Unable to produce message: Local: Fatal error"))
         if self.transaction is None or self.abortable is not None:
             raise KafkaException(_state("produce"))
         super().produce(topic, value, key, partition, on_delivery, timestamp, headers, callback)

@@ -59,6 +59,13 @@ log = logging.getLogger(__name__)
 # The producer's epoch is no longer the target's: its transaction timed out (the target was away longer than
 # transaction.timeout.ms) and the coordinator bumped the epoch, or another producer took this transactional id.
 PRODUCER_LOST = (KafkaError.INVALID_PRODUCER_EPOCH, KafkaError.PRODUCER_FENCED, KafkaError._FENCED)
+
+
+def producer_lost(error: KafkaError) -> bool:
+    """The producer can no longer commit: fenced, its epoch gone, or fatal. A fatal producer's ``produce`` raises
+    _FATAL made from the code alone (its ``fatal()`` is False): the fault pairs stopped a worker on an offset
+    sync refused so, taken for a refusal of the sync."""
+    return error.fatal() or error.code() in (*PRODUCER_LOST, KafkaError._FATAL)
 FENCINGS_ALLOWED = 5  # producers replaced this often within FENCING_WINDOW_S: another worker has this worker's id
 FENCING_WINDOW_S = 60.0
 INIT_TIMEOUT_S = 30.0  # init_transactions: finds the coordinator, fences an earlier producer of the same id
@@ -318,7 +325,7 @@ class ExactlyOnceWorker(TargetMember):
                 self._lost_producer = (f"the commit did not complete in {COMMIT_GIVE_UP_S:g} s "
                                        f"({error.name()}: {error.str()})")
             return
-        if error.fatal() or error.code() in PRODUCER_LOST:
+        if producer_lost(error):
             self._producer_lost(error)
             self._replace_producer()
             return
@@ -411,7 +418,7 @@ class ExactlyOnceWorker(TargetMember):
         self._producer_lost(error)  # fenced (poll raises it): a new producer copies again from the last commit
 
     def _sync_not_produced(self, error: KafkaError) -> None:
-        if error.fatal() or error.code() in PRODUCER_LOST:
+        if producer_lost(error):
             self._producer_lost(error)  # the loop replaces the producer; the syncs go with the copy again
         else:
             super()._sync_not_produced(error)
@@ -420,20 +427,20 @@ class ExactlyOnceWorker(TargetMember):
         """A producer fenced while it set the record aside is replaced, and the copy goes back to the last
         commit (this record with it); anything else stops the route."""
         error = failure.error
-        if error is not None and (error.fatal() or error.code() in PRODUCER_LOST):
+        if error is not None and producer_lost(error):
             self._producer_lost(error)
             return
         super()._not_set_aside(message, failure)
 
     def _not_produced(self, message: Message, target: str, partition: int, error: KafkaError) -> bool:
-        if error.fatal() or error.code() in PRODUCER_LOST:
+        if producer_lost(error):
             self._producer_lost(error)
             return False  # kept; the loop replaces the producer and goes back to the commit anyway
         return super()._not_produced(message, target, partition, error)
 
     @shielded("delivery report")
     def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
-        if error is not None and (error.fatal() or error.code() in PRODUCER_LOST or error.code() in PURGED):
+        if error is not None and (producer_lost(error) or error.code() in PURGED):
             if not self._aborting:  # not a refusal of the record: its transaction can no longer commit
                 self._producer_lost(error)
             return
@@ -443,7 +450,7 @@ class ExactlyOnceWorker(TargetMember):
     def _on_producer_error(self, error: KafkaError) -> None:
         """The producer's errors: a fatal one (fenced: librdkafka reports it as _FATAL) means a new producer,
         which copies again from the last commit; the rest as the target's."""
-        if error.fatal() or error.code() in (*PRODUCER_LOST, KafkaError._FATAL):
+        if producer_lost(error):
             self._producer_lost(error)
             return
         if error.code() in UNREACHABLE and self._lost_target is None:

@@ -666,3 +666,18 @@ def test_records_of_a_topic_created_again_are_not_copied_twice_when_the_brokers_
     got = read_committed(kafka)
     for p in range(PARTITIONS):
         assert [m.value() for m in got[p]][20:] == [f"p{p}-{n}".encode() for n in range(10)], f"partition {p}"
+
+
+def test_an_offset_sync_refused_by_a_fenced_producer_replaces_the_producer_and_stops_nothing(
+        kafka: FakeKafka) -> None:
+    """The fault pairs (exactly-once, `worker-freeze+statedb-stop`): a worker woke with its producer fenced and
+    stopped on "offset sync not produced: Unable to produce message: Local: Fatal error". confluent-kafka's
+    ``produce`` raises that _FATAL from the code alone: ``fatal()`` is False."""
+    config = route_config(kafka, guarantee="exactly-once")
+    worker = ExactlyOnceWorker(config, config.routes[0], None, batch_size=100, worker_id="w1",
+                               clients=kafka.clients("a"), timeouts=FAST)
+    refused = KafkaError(KafkaError._FATAL, "Unable to produce message: Local: Fatal error")
+    assert not refused.fatal()
+    worker._sync_not_produced(refused)
+    assert worker.failure is None
+    assert worker._lost_producer is not None  # the loop replaces it, and copies again from the last commit
