@@ -768,6 +768,30 @@ def test_partitions_withheld_in_the_minute_after_a_rebalance_are_found_without_w
     assert_nothing_lost(kafka)
 
 
+def test_a_new_topic_whose_partitions_the_client_withholds_is_found_without_waiting_for_the_minute_ask(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the exactly-once fault pairs (`topic-add+statedb-stop`): a topic added, the group gave its
+    partitions to a worker whose client took them up in neither a callback nor anything else, and they waited
+    55 s for the minute's ask. A subscription that changed asks soon, as a rebalance does."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    config = route_config(kafka, topics="['orders.*']", stuck_after="1")
+    produce(kafka["source"], 20)
+    a = WorkerThread(kafka, "a", config, dataclasses.replace(FAST, assignment=120.0, assignment_soon=0.3))
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(a,))
+    # Long after its own assignment changed: its next ask is two minutes away, and only the subscription's change
+    # can bring one sooner.
+    a.worker._asking_often_until, a.worker._assignment_at = 0.0, time.monotonic() + 120.0
+    a.worker.consumer.unresolved.add("orders-new")  # type: ignore[attr-defined]
+    kafka["source"].create_topic("orders-new", 2)
+    for partition in range(2):
+        kafka["source"].append("orders-new", partition, None, f"new-{partition}".encode())
+    wait_until(lambda: all(r for r in (kafka["target"].records("source.orders-new", p) if "source.orders-new"
+                                       in kafka["target"].topics else [] for p in range(2))),
+               what="the new topic copied", alive=(a,))
+    assert a.finish() is None
+    assert any("but its client did not hand them over for 1 s" in r.getMessage() for r in caplog.records)
+
+
 def test_a_group_that_does_not_say_what_it_gave_the_worker_is_reported_once_and_again_when_it_does(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
     """The withheld watch is blind while the group's coordinator does not answer the worker's ask (it logged that
