@@ -39,6 +39,15 @@ def stuck(before: dict[TPKey, int], now: dict[TPKey, int], ends: dict[TPKey, int
                   if before.get(tp) == position and ends.get(tp, -1) > max(position, 0))
 
 
+def gaps(seen: bytearray, upto: int, settled: int, excused: set[int]) -> tuple[int, list[int]]:
+    """The numbers below ``upto`` neither ``seen`` (a byte per number, 1 once found) nor ``excused``, looking from
+    ``settled`` (below it every number was found or excused), and where that settled prefix now ends."""
+    while settled < upto and ((settled < len(seen) and seen[settled]) or settled in excused):
+        settled += 1
+    return settled, [seq for seq in range(settled, upto)
+                     if (seq >= len(seen) or not seen[seq]) and seq not in excused]
+
+
 class TargetReader:
     """Records found on the target, per stream, in target-offset order."""
 
@@ -50,7 +59,7 @@ class TargetReader:
                           "enable.auto.commit": "false", "enable.partition.eof": "false",
                           "fetch.wait.max.ms": "50", "log_level": 0}  # the target goes away on purpose
         self._consumer = Consumer(self._settings)
-        self.renewals = 0  # consumers replaced because they stopped reading (``_watch``)
+        self.renewals = 0  # consumers replaced because a position stood below the target's end (``_watch``)
         self._look_at = time.monotonic() + STILL_S  # when ``_watch`` looks next
         self._looked: dict[TPKey, int] = {}  # the positions at the previous look of ``_watch``
         self._read: dict[TPKey, int] = {}  # per replica partition, the offset after the last record read
@@ -81,25 +90,16 @@ class TargetReader:
 
     def missing(self, wanted: dict[Stream, int], excused: dict[Stream, set[int]]) -> int:
         """How many of the first ``wanted[stream]`` records of each stream are not on the target yet."""
-        with self._lock:
-            count = 0
-            for stream, upto in wanted.items():
-                seen, skip = self.seen.get(stream, bytearray()), excused.get(stream, set())
-                low = self._settled.get(stream, 0)
-                while low < upto and ((low < len(seen) and seen[low]) or low in skip):
-                    low += 1
-                self._settled[stream] = low
-                count += sum(1 for seq in range(low, upto) if (seq >= len(seen) or not seen[seq]) and seq not in skip)
-            return count
+        return sum(len(seqs) for seqs in self.still_missing(wanted, excused).values())
 
     def still_missing(self, wanted: dict[Stream, int], excused: dict[Stream, set[int]]) -> dict[Stream, list[int]]:
-        """The numbers of the records ``missing`` counts, per stream (to say what a settle waited for in vain)."""
+        """The numbers of the first ``wanted[stream]`` records of each stream not on the target yet (and not
+        excused), per stream with any. Each stream's settled prefix is remembered, so a look starts there."""
         with self._lock:
             found = {}
             for stream, upto in wanted.items():
-                seen, skip = self.seen.get(stream, bytearray()), excused.get(stream, set())
-                seqs = [seq for seq in range(self._settled.get(stream, 0), upto)
-                        if (seq >= len(seen) or not seen[seq]) and seq not in skip]
+                self._settled[stream], seqs = gaps(self.seen.get(stream, bytearray()), upto,
+                                                   self._settled.get(stream, 0), excused.get(stream, set()))
                 if seqs:
                     found[stream] = seqs
             return found

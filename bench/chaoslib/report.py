@@ -60,7 +60,7 @@ class Final:
     traceback_logs: tuple[str, ...] = ()
     exits: tuple[WorkerExit, ...] = field(default_factory=tuple)
     guarantee: str = "at-least-once"  # the route's: on exactly-once a duplicate fails the run
-    reader_renewals: int = 0  # the harness's target reader replaced because it stopped reading
+    reader_renewals: int = 0  # the harness's target reader replaced: a position stood below the target's end
 
 
 def _p50(values: Sequence[float]) -> float | None:
@@ -141,7 +141,8 @@ def summary(final: Final, outcomes: Sequence[FaultOutcome]) -> str:
     lines += [f"  harness error: {line}" for line in final.harness_errors]
     lines += [f"  worker {e.worker} exited at {e.at_s:.0f}s with code {e.code}: {e.reason}" for e in exits]
     if final.reader_renewals:
-        lines.append(f"  the harness's target reader stopped reading and was made anew {final.reader_renewals} times")
+        lines.append(f"  the harness's target reader was made anew {final.reader_renewals} times (a position stood "
+                     "a whole look below the target's end: stopped reading, or waiting on an open transaction)")
     problems = failures(final)
     lines.append("FAILED: " + "; ".join(problems) if problems else "PASSED: every record accounted for" + _but(final))
     return "\n".join(lines)

@@ -426,8 +426,8 @@ class GroupMember(ABC):
         except KafkaException as exc:
             log.warning("dropping unsent records failed route=%s error=%s", self.route.name, exc.args[0].str())
             return 0
-        if kept:
-            self._start_over(kept)
+        if kept:  # only in a hand-over of some partitions: a lost assignment or a renewal keeps none, so this
+            self._start_over(kept)  # second commit (of the kept) waits only on a coordinator that just answered
         before = self.purged_reports
         self._serve_producer(0)  # the purged reports now: a purged sync goes again before those found later
         return self.purged_reports - before

@@ -1,8 +1,9 @@
-"""The chaos harness's target reader: when it takes itself for stuck (its consumer is then made anew)."""
+"""The chaos harness's target reader: when it takes itself for stuck (its consumer is then made anew), and which
+records it still waits for."""
 
 from __future__ import annotations
 
-from bench.chaoslib.reader import standing, stuck
+from bench.chaoslib.reader import gaps, standing, stuck
 
 A, B = ("src.t", 0), ("src.t", 1)
 
@@ -32,3 +33,16 @@ def test_a_consumer_that_returned_nothing_yet_stands_where_the_reader_last_read_
     never = -1001
     assert standing({A: never, B: 40}, {A: 57, B: 38}) == {A: 57, B: 40}
     assert standing({A: never}, {}) == {A: -1}  # nothing read from it at all: its start is right
+
+
+def test_the_records_not_seen_nor_excused_are_named_and_the_settled_prefix_moves_past_what_arrived() -> None:
+    seen = bytearray([1, 1, 0, 1, 0, 0])
+    assert gaps(seen, 8, 0, {4}) == (2, [2, 5, 6, 7])
+
+
+def test_numbers_beyond_the_wanted_count_are_not_waited_for() -> None:
+    assert gaps(bytearray([1, 0, 0]), 1, 0, set()) == (1, [])
+
+
+def test_a_look_starts_at_the_settled_prefix_and_never_goes_back() -> None:
+    assert gaps(bytearray([0, 0, 1]), 3, 2, set()) == (3, [])
