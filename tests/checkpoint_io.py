@@ -11,7 +11,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from tests.kafka_io import Rec, committed, end_offsets, produce, wait_until
+from tests.kafka_io import Rec, committed, end_offsets, leave_group, produce, wait_until
 from tests.records import make_records
 
 # Per partition, what write_batch leaves: 6 plain records, 6 transactions of 3
@@ -111,7 +111,7 @@ def resume_on_target(bootstrap: str, group: str, topic: str, partitions: int) ->
                 out[msg.partition()].append(_rec(msg))
         _drain(consumer, topic, ends, lambda m: out[m.partition()].append(_rec(m)), f"{group} resuming on {topic}")
     finally:
-        consumer.close()
+        leave_group(consumer)
     return out
 
 

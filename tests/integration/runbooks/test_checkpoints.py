@@ -25,7 +25,7 @@ from tests.checkpoint_io import (
     wait_caught_up,
     write_batch,
 )
-from tests.kafka_io import committed, end_offsets
+from tests.kafka_io import committed, end_offsets, leave_group
 from tests.records import write_config
 from tests.support import Worker
 
@@ -173,7 +173,7 @@ def test_group_with_an_active_member_on_backup_is_left_alone(  # type: ignore[no
         assert f"group {busy} left as it is on backup: it has active members there" in table.stdout
         assert "kept: target group ahead at 20" in table.stdout and "already there" in table.stdout
     finally:
-        member.close()
+        leave_group(member)
 
 
 def test_syncs_of_records_retention_deleted_are_pruned_and_translation_stays_exact(  # type: ignore[no-untyped-def]

@@ -36,7 +36,7 @@ from tests.checkpoint_io import (
     wait_caught_up,
     write_batch,
 )
-from tests.kafka_io import Rec, committed, end_offsets, produce, wait_until
+from tests.kafka_io import Rec, committed, end_offsets, leave_group, produce, wait_until
 from tests.records import BASE_TS, write_config
 from tests.support import Worker, free_port, start_pair
 
@@ -337,7 +337,7 @@ def test_caught_up_group_resumes_on_backup_exactly_after_the_failover_dag(  # ty
         took = (dt.datetime.now(dt.UTC) - began).total_seconds()
         assert committed(pair.b, "caught-busy", replica, 1) == {0: 1}, "a group with a member was overwritten"
     finally:
-        busy.close()
+        leave_group(busy)
     assert run["status"] == "done" and run["source_reachable"] is False
     assert [(s["step"], s["status"]) for s in run["steps"]] == [
         ("check-source", "done"), ("fence", "skipped"), ("drain", "skipped"), ("stop-route", "done"),

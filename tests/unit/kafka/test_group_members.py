@@ -16,6 +16,7 @@ from replicator.kafka import group_members
 from replicator.kafka.admin import create_topics
 from replicator.kafka.group_members import active_members
 from tests.conftest import Endpoint
+from tests.kafka_io import leave_group
 
 # What librdkafka 2.16 printed before aborting (the fault harness, a worker describing its group at a source restart).
 ASSERTION = ("python: rdkafka_queue.h:1086: rd_kafka_enq_once_del_source_return: "
@@ -106,4 +107,4 @@ def test_the_child_counts_the_members_a_real_cluster_has(primary: Endpoint, uniq
             members = active_members(primary.properties, [unique_name, f"{unique_name}-none"], "cluster 'primary'")
         assert members == {unique_name: 1, f"{unique_name}-none": 0}
     finally:
-        member.close()
+        leave_group(member)
