@@ -11,15 +11,53 @@ counted.
 
 A worker that finds such partitions for ``after`` seconds joins anew with a new consumer (the same remedy as
 for a consumer that stopped getting answers), whatever the cause. Pure: the caller passes the clock and what
-the group and the client said."""
+the group and the client said.
+
+The other side of a hand-over can fail too. A member that revoked partitions tells the coordinator so in its next
+heartbeat; until the coordinator hears it, it counts them as that member's ("pending revocation": shown in no
+member's assignment) and their new owner waits. The exactly-once fault pairs (overlap-eos-28b, a worker joining
+while the target restarted) saw a worker revoke three partitions a second after the coordinator came back; their
+new owner waited 3 minutes, through three consumers of its own, and took them a second after the worker that had
+revoked them joined anew. So a member also watches what it released (``ReleaseWatch``): still awaited by another
+member ``after`` s later, it joins anew -- which tells the coordinator afresh what it owns."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 
 from replicator.domain.checkpoint import Partition
 
 AFTER_S = 30.0  # withheld this long: a new consumer (a partition on its way from another member is not withheld)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSays:
+    """What a group's coordinator says of one member and the others (KIP-848 ConsumerGroupDescribe)."""
+
+    given: frozenset[Partition]  # the member's target assignment
+    held_by_others: frozenset[Partition]  # what the other members own
+    awaited_by_others: frozenset[Partition]  # in another member's target assignment, owned by no member
+
+
+def group_says(member: str, described: Iterable[tuple[str, Collection[Partition], Collection[Partition]]]
+               ) -> GroupSays | None:
+    """What the group says of ``member``, from each member's (id, owned, target assignment); None when the
+    group does not know it. A partition pending revocation is in no member's "owned" (Kafka 4.1's describe)."""
+    given: set[Partition] | None = None
+    held: set[Partition] = set()
+    wanted: set[Partition] = set()
+    owned_by_any: set[Partition] = set()
+    for member_id, owned, target in described:
+        owned_by_any.update(owned)
+        if member_id == member:
+            given = set(target)
+        else:
+            held.update(owned)
+            wanted.update(set(target) - set(owned))
+    if given is None:
+        return None
+    return GroupSays(frozenset(given), frozenset(held), frozenset(wanted - owned_by_any))
 
 
 class WithheldWatch:
@@ -46,3 +84,26 @@ class WithheldWatch:
     def forget(self) -> None:
         """A new consumer: it is watched afresh."""
         self._since = {}
+
+
+class ReleaseWatch:
+    """Since when each partition a member's client revoked has been released, and by which member (a worker's
+    new member released everything the old one had when the old one left)."""
+
+    def __init__(self, after: float) -> None:
+        self.after = after
+        self._since: dict[Partition, tuple[str, float]] = {}
+
+    def released(self, member: str, partitions: Iterable[Partition], now: float) -> None:
+        """``member``'s client revoked ``partitions`` (handed them back) at ``now``."""
+        self._since.update((key, (member, now)) for key in partitions)
+
+    def observe(self, member: str, awaited_by_others: Collection[Partition], now: float) -> list[Partition]:
+        """The partitions ``member`` released ``after`` s ago or more that another member still waits for (sorted;
+        empty: none). One released that long ago and not awaited was taken: it is watched no more. One released
+        more recently is kept whatever this look says (a look asked before the release says the member owns it).
+        What an earlier member released is forgotten."""
+        mine = {key: since for key, (by, since) in self._since.items() if by == member}
+        overdue = sorted(key for key, since in mine.items() if now - since >= self.after and key in awaited_by_others)
+        self._since = {key: (member, since) for key, since in mine.items() if now - since < self.after}
+        return overdue

@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient
 from replicator.config import Config, RouteConfig
 from replicator.domain.client_rules import CONSUMER_FIXED, PRODUCER_FIXED
 from replicator.domain.naming import group_id, positions_group_id
+from replicator.domain.withheld import GroupSays
 from replicator.kafka.group_members import member_assignment
 
 # A broker back from a restart is found within a second: librdkafka's reconnect backoff doubles up to 10 s by
@@ -158,9 +159,8 @@ class ClientFactory:
     producer: Callable[[dict[str, Any]], Producer] = LiveProducer
     admin: Callable[[dict[str, Any]], AdminClient] = AdminClient
     checkpoint: Callable[[], object] = lambda: None
-    # What a group's coordinator gave one member, and what the others own (None: it does not know the member).
-    assignment: Callable[[Mapping[str, str], str, str, str], tuple[set[tuple[str, int]], set[tuple[str, int]]] | None] \
-        = member_assignment
+    # What a group's coordinator says of one member and the others (None: it does not know the member).
+    assignment: Callable[[Mapping[str, str], str, str, str], GroupSays | None] = member_assignment
 
 
 KAFKA_CLIENTS = ClientFactory()

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from replicator.domain.withheld import GroupSays, group_says
 from replicator.errors import ClusterError
 
 # The child: this module run as a program (tests replace it with one that fails as librdkafka does).
@@ -44,14 +45,13 @@ def active_members(properties: Mapping[str, str], groups: Iterable[str], what: s
 
 
 def member_assignment(properties: Mapping[str, str], group: str, member_id: str, what: str,
-                      timeout: float = 5.0) -> tuple[set[tuple[str, int]], set[tuple[str, int]]] | None:
-    """(the member's target assignment, what the group's other members own) as the coordinator says (KIP-848:
-    ConsumerGroupDescribe), asked once; None when the group does not know the member (yet, or any more)."""
-    answer = _ask({"ask": "assignment", "properties": dict(properties), "group": group, "member": member_id,
+                      timeout: float = 5.0) -> GroupSays | None:
+    """What the coordinator says of the member and the others (KIP-848: ConsumerGroupDescribe; see
+    ``domain.withheld``), asked once; None when the group does not know the member (yet, or any more)."""
+    answer = _ask({"ask": "assignment", "properties": dict(properties), "group": group,
                    "what": what, "timeout": timeout}, what, STARTING_S + timeout + 5)
-    if answer["mine"] is None:
-        return None
-    return {(t, p) for t, p in answer["mine"]}, {(t, p) for t, p in answer["others"]}
+    return group_says(member_id, [(m, {(t, p) for t, p in owned}, {(t, p) for t, p in target})
+                                  for m, owned, target in answer["described"]])
 
 
 def _ask(request: dict[str, Any], what: str, bound: float) -> dict[str, Any]:
@@ -113,17 +113,17 @@ def _count_members(admin: Any, groups: list[str], what: str, timeout: float) -> 
     return out
 
 
-def _assignment(admin: Any, group: str, member_id: str, timeout: float) -> dict[str, Any]:
-    """In the child: what the coordinator gave ``member_id`` and what the other members own."""
+def _assignment(admin: Any, group: str, timeout: float) -> dict[str, Any]:
+    """In the child: each member's id, what it owns and its target assignment (what it owns, for a member of the
+    classic protocol, which has none)."""
     description = admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout + 5)
-    mine, others = None, set()
-    for member in description.members:
-        if member.member_id == member_id:
-            target = member.target_assignment or member.assignment
-            mine = sorted((tp.topic, tp.partition) for tp in target.topic_partitions)
-        else:
-            others |= {(tp.topic, tp.partition) for tp in member.assignment.topic_partitions}
-    return {"mine": mine, "others": sorted(others)}
+    return {"described": [[member.member_id, _pairs(member.assignment),
+                           _pairs(member.target_assignment or member.assignment)]
+                          for member in description.members]}
+
+
+def _pairs(assignment: Any) -> list[tuple[str, int]]:
+    return sorted((tp.topic, tp.partition) for tp in assignment.topic_partitions)
 
 
 def main() -> None:
@@ -139,13 +139,13 @@ def main() -> None:
         if request["ask"] == "members":
             answer = {"members": _count_members(admin, request["groups"], what, timeout)}
         else:
-            answer = _assignment(admin, request["group"], request["member"], timeout)
+            answer = _assignment(admin, request["group"], timeout)
     except ClusterError as exc:
         answer = {"error": str(exc), "retriable": exc.retriable}
     except KafkaException as exc:  # the admin client refused the settings, or the describe failed
         error = exc.args[0]
         if request["ask"] == "assignment" and error.name() == "GROUP_ID_NOT_FOUND":
-            answer = {"mine": None, "others": []}
+            answer = {"described": []}
         else:
             answer = {"error": f"{what}: describe consumer groups: {error.name()}: {error.str()}",
                       "retriable": error.retriable() or error.name() in ("_TIMED_OUT", "_TRANSPORT")}

@@ -8,6 +8,10 @@ member learns it lost them the next time it polls (a "zombie" that wakes up), an
 rejoins with a new member epoch. Commits of an expired member are refused, as the
 broker refuses a stale member epoch; a commit from a consumer that never joined (a
 "simple" commit) is taken only while the group has no live member.
+
+A member's releases can go unheard (``lose_releases``): what it revokes the coordinator
+still counts as its own, pending revocation -- shown in no member's assignment, given to
+no other member -- until the member leaves (see ``replicator.domain.withheld``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ class Member:
     owned: set[TP] = field(default_factory=set)
     expired: bool = False
     epoch: int = 1  # bumped when it rejoins after its session expired
+    releases_unheard: bool = False  # what it revokes stays pending revocation (``FakeGroup.lose_releases``)
+    pending: set[TP] = field(default_factory=set)  # revoked by its client, not heard of by the coordinator
 
 
 class FakeGroup:
@@ -64,6 +70,12 @@ class FakeGroup:
         """A member left cleanly (it revoked what it owned before)."""
         with self.cluster.lock:
             self.members.pop(member_id, None)
+
+    def lose_releases(self, member_id: str) -> None:
+        """The coordinator no longer hears this member's acknowledgements of a revocation (a heartbeat lost across
+        a coordinator's restart, say): what it revokes from now on stays its own until it leaves."""
+        with self.cluster.lock:
+            self.members[member_id].releases_unheard = True
 
     def expire(self, member_id: str) -> None:
         """The member's session timed out: its partitions move now; it is told when it polls again."""
@@ -105,6 +117,7 @@ class FakeGroup:
                 return None
             if member.expired:  # it learns now; it then rejoins as a new member would
                 lost, member.owned, member.expired = sorted(member.owned), set(), False
+                member.pending, member.releases_unheard = set(), False  # a new epoch: its full state is heard
                 member.epoch += 1
                 return ("lost", lost) if lost else None
             self._rebalance()
@@ -112,7 +125,7 @@ class FakeGroup:
             if revoke:
                 return "revoke", revoke
             held = {tp for m, state in self.members.items() if m != member_id and not state.expired
-                    for tp in state.owned}
+                    for tp in state.owned | state.pending}
             assign = sorted(tp for tp, m in self.owner.items()
                             if m == member_id and tp not in member.owned and tp not in held)
             if assign:
@@ -133,6 +146,8 @@ class FakeGroup:
             member = self.members.get(member_id)
             if member is not None:
                 member.owned.difference_update(partitions)
+                if member.releases_unheard:
+                    member.pending.update(partitions)
 
     # -- offsets -------------------------------------------------------------------
 

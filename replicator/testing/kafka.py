@@ -8,6 +8,7 @@ from typing import Any, cast
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
+from replicator.domain.withheld import GroupSays, group_says
 from replicator.errors import ClusterError
 from replicator.kafka.clients import ClientFactory
 from replicator.testing.admin import FakeAdmin
@@ -58,8 +59,7 @@ class FakeKafka:
             self.admins.setdefault(process, []).append(made)
             return cast(AdminClient, made)
 
-        def assignment(properties: Mapping[str, str], group: str, member: str,
-                       what: str) -> tuple[set[tuple[str, int]], set[tuple[str, int]]] | None:
+        def assignment(properties: Mapping[str, str], group: str, member: str, what: str) -> GroupSays | None:
             proc.checkpoint()
             cluster = self._of(dict(properties))
             try:  # ``failures["describe_group"]``: the child's ConsumerGroupDescribe timed out
@@ -67,11 +67,7 @@ class FakeKafka:
             except KafkaException as exc:
                 raise ClusterError(f"{what}: cannot describe group {group!r}: {exc.args[0].str()}",
                                    retriable=True) from exc
-            described = {m: (owned, target) for m, owned, target in cluster.group(group).described()}
-            if member not in described:
-                return None
-            others = {tp for m, (owned, _) in described.items() if m != member for tp in owned}
-            return set(described[member][1]), others
+            return group_says(member, cluster.group(group).described())
 
         return ClientFactory(consumer=consumer, producer=producer, admin=admin, checkpoint=proc.checkpoint,
                              assignment=assignment)

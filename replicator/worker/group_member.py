@@ -99,6 +99,10 @@ class GroupMember(ABC):
     def _assignment_changed(self) -> None:
         """The group gave, took or lost partitions of this worker (its watches look closer for a while)."""
 
+    @abstractmethod
+    def _released(self, partitions: list[TopicPartition]) -> None:
+        """This worker's client revoked ``partitions`` of its group (its watches see that the group hears it)."""
+
     def _subscribe(self, topics: list[str]) -> None:
         consumer = self.consumer
         try:
@@ -379,6 +383,7 @@ class GroupMember(ABC):
         self._forget(keys)
         self._assignment_changed()
         consumer.incremental_unassign(partitions)
+        self._released(partitions)
         log.info("revoked route=%s partitions=%s", self.route.name,
                  listed(f"{tp.topic}[{tp.partition}]" for tp in partitions))
 

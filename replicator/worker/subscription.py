@@ -28,6 +28,7 @@ from replicator.worker import metrics
 from replicator.worker.interpreter import collector_paused
 
 if TYPE_CHECKING:
+    from replicator.domain.withheld import GroupSays
     from replicator.state.store import StateStore
 
 log = logging.getLogger(__name__)
@@ -94,9 +95,9 @@ class Look:
     paused: frozenset[str] = frozenset()  # topics the operator paused: subscribed, not fetched
     # Owned partitions' readable ends (stable); None: not asked this look (see ``start_look``).
     ends: dict[tuple[str, int], int] | None = None
-    # The worker's member, what the group's coordinator gave it, and what the group's other members own (see
-    # ``domain.withheld``); None: not asked, or not answered.
-    group: tuple[Membership, set[tuple[str, int]], set[tuple[str, int]]] | None = None
+    # The worker's member and what the group's coordinator says of it and the others (see ``domain.withheld``);
+    # None: not asked, or not answered.
+    group: tuple[Membership, GroupSays] | None = None
     group_unread: ClusterError | None = None  # why the group was asked and did not answer
 
 
@@ -292,17 +293,17 @@ class Subscription:
             return {}
 
     def _with_group(self, found: Look, member: Membership) -> Look:
-        """``found`` with its ``group``: ``member``, what the coordinator gave it and what the others own (None
-        when it does not know the member); or with its ``group_unread``, why it did not answer."""
+        """``found`` with its ``group``: ``member`` and what the coordinator says of it (None when it does not know
+        the member); or with its ``group_unread``, why it did not answer."""
         properties = self.config.cluster(member.cluster).client_properties()
         try:
-            given = self.clients.assignment(properties, member.group, member.member,
-                                            f"route {self.route.name}: cluster {member.cluster!r}")
+            said = self.clients.assignment(properties, member.group, member.member,
+                                           f"route {self.route.name}: cluster {member.cluster!r}")
         except ClusterError as exc:
             return dataclasses.replace(found, group_unread=exc)
         log.debug("group assignment read route=%s group=%s member=%s given=%s", self.route.name, member.group,
-                  member.member, "unknown member" if given is None else len(given[0]))
-        return dataclasses.replace(found, group=None if given is None else (member, *given))
+                  member.member, "unknown member" if said is None else len(said.given))
+        return dataclasses.replace(found, group=None if said is None else (member, said))
 
     def target_answers(self, timeout: float = 5.0) -> bool:
         """Whether the target cluster answers a metadata request now (its admin client, not the producer)."""

@@ -200,6 +200,7 @@ class TargetMember(RouteWorker):
         self._unassign_sources(keys)
         self._assignment_changed()
         member.incremental_unassign(partitions)
+        self._released(partitions)
         log.info("revoked route=%s partitions=%s", self.route.name,
                  listed(f"{t}[{p}]" for t, p in sorted(keys)))
 

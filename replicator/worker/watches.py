@@ -13,7 +13,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from replicator.domain.naming import group_id
 from replicator.domain.partition_state import Facts, PartitionState, state_of
 from replicator.domain.stuck import Moving, Remedy, Stuck
-from replicator.domain.withheld import WithheldWatch
+from replicator.domain.withheld import GroupSays, ReleaseWatch, WithheldWatch
 from replicator.logs import listed
 from replicator.worker import metrics
 from replicator.worker.group_member import GroupMember
@@ -50,6 +50,7 @@ class Watches(GroupMember):
     _assignment_at: float  # when the next look asks the group what it gave this worker
     _asking_often_until: float  # until then it asks every ``timeouts.assignment_soon`` s (see ``_assignment_changed``)
     withheld_watch: WithheldWatch
+    release_watch: ReleaseWatch
     _withheld_member: Membership | None  # the member the withheld watch watches
 
     def _watch_outage(self) -> None:
@@ -151,16 +152,25 @@ class Watches(GroupMember):
         """The partitions of the group the client handed to the worker (owned or being placed)."""
         return set(self.inflight.ledgers) | self.unplaced
 
-    def _watch_withheld(self, member: Membership, given: set[TP], held_by_others: set[TP]) -> None:
-        """Partitions the group gave this worker that its client has not handed over for a while (see
-        ``domain.withheld``): new clients, which take the assignment up afresh."""
+    def _watch_withheld(self, member: Membership, said: GroupSays) -> None:
+        """Partitions the group gave this worker that its client has not handed over for a while, or that this
+        worker's client revoked a while ago and another member still waits for (see ``domain.withheld``): new
+        clients, which take the assignment up afresh or tell the coordinator afresh what they own."""
         if self.holding or self.renewing or member != self._membership():
             return  # a look that asked for the client before this one
         if member != self._withheld_member:
             self._withheld_member = member
             self.withheld_watch.forget()
         now = time.monotonic()
-        overdue = self.withheld_watch.observe(given, held_by_others, self._handed_over(), now)
+        unreleased = self.release_watch.observe(member.member, said.awaited_by_others, now)
+        if unreleased:
+            metrics.STUCK.labels(self.route.name, Remedy.REJOIN.value).inc()
+            self.withheld_watch.forget()
+            self._renew_clients(f"group {member.group} still counts {listed(f'{t}[{p}]' for t, p in unreleased)} "
+                                f"as this worker's, revoked {self.release_watch.after:.0f} s ago, and another "
+                                "member waits for them")
+            return
+        overdue = self.withheld_watch.observe(said.given, said.held_by_others, self._handed_over(), now)
         if self.withheld_watch.watching:  # seen withheld: asked again once it would be overdue
             self._assignment_at = min(self._assignment_at, now + self.withheld_watch.after)
         if overdue:
@@ -168,6 +178,13 @@ class Watches(GroupMember):
             self.withheld_watch.forget()
             self._renew_clients(f"group {member.group} gave this worker {listed(f'{t}[{p}]' for t, p in overdue)} "
                                 f"but its client did not hand them over for {self.withheld_watch.after:.0f} s")
+
+    def _released(self, partitions: list[TopicPartition]) -> None:
+        """This worker's client revoked ``partitions`` of its group (see ``_watch_withheld``)."""
+        member = self._membership()
+        if member is not None:
+            self.release_watch.released(member.member, [(tp.topic, tp.partition) for tp in partitions],
+                                        time.monotonic())
 
     def _watch_stuck(self, ends: dict[TP, int]) -> None:
         """Owned partitions the source has records for past their fetch position, which has not moved for

@@ -10,9 +10,11 @@ import time
 from confluent_kafka import Consumer
 
 from replicator.config import load_config
+from replicator.domain.withheld import GroupSays
 from replicator.kafka.admin import create_topics
 from replicator.kafka.group_members import member_assignment
 from replicator.worker.route_worker import RouteWorker, WorkerTimeouts
+from tests.kafka_io import leave_group
 from tests.records import write_config
 
 
@@ -33,12 +35,13 @@ def test_the_coordinator_says_what_it_gave_a_member_under_the_id_its_client_know
         assert member
         every = {(unique_name, p) for p in range(4)}
         deadline = time.monotonic() + 30
-        while (found := member_assignment(properties, group, member, "cluster 'primary'")) != (every, set()):
+        alone = GroupSays(given=frozenset(every), held_by_others=frozenset(), awaited_by_others=frozenset())
+        while (found := member_assignment(properties, group, member, "cluster 'primary'")) != alone:
             assert time.monotonic() < deadline, f"the coordinator said {found}"  # it learns of the ack shortly
             time.sleep(0.2)
         assert member_assignment(properties, group, "no-such-member", "cluster 'primary'") is None
     finally:
-        consumer.close()
+        leave_group(consumer)
 
 
 def test_a_running_worker_asks_its_group_what_it_gave_it_through_the_child(  # type: ignore[no-untyped-def]

@@ -1,8 +1,9 @@
-"""domain.withheld: partitions the group gave a member that its client never handed over."""
+"""domain.withheld: partitions the group gave a member that its client never handed over, and partitions a member
+released that the group still counts as its own."""
 
 from __future__ import annotations
 
-from replicator.domain.withheld import WithheldWatch
+from replicator.domain.withheld import GroupSays, ReleaseWatch, WithheldWatch, group_says
 
 A, B, C = ("t", 0), ("t", 1), ("t", 2)
 
@@ -35,3 +36,44 @@ def test_the_watch_says_while_it_watches_partitions_not_yet_overdue() -> None:
     assert watch.watching  # the worker asks again once B would be overdue, not a whole interval later
     watch.forget()
     assert not watch.watching
+
+
+def test_what_the_group_says_of_a_member_names_what_another_member_waits_for_and_no_member_owns() -> None:
+    described = [("me", [A], [A]),
+                 ("other", [B], [B, C]),  # waits for C: pending revocation somewhere, shown in nobody's assignment
+                 ("third", [], [])]
+    assert group_says("me", described) == GroupSays(given=frozenset({A}), held_by_others=frozenset({B}),
+                                                    awaited_by_others=frozenset({C}))
+
+
+def test_a_partition_another_member_waits_for_while_this_member_still_owns_it_is_not_awaited_of_anyone_else() -> None:
+    said = group_says("me", [("me", [A], []), ("other", [], [A])])
+    assert said is not None and said.awaited_by_others == frozenset()  # on its way: this member revokes it next
+
+
+def test_a_member_the_group_does_not_know_is_said_nothing_of() -> None:
+    assert group_says("me", [("other", [A], [A])]) is None
+
+
+def test_a_partition_released_and_still_awaited_by_another_member_after_the_wait_is_reported() -> None:
+    watch = ReleaseWatch(after=30)
+    watch.released("m", [A, B], now=100)
+    assert watch.observe("m", {A, B}, now=110) == []
+    assert watch.observe("m", {A}, now=120) == []  # B taken by its new owner? not yet known to be for good: kept
+    assert watch.observe("m", {A}, now=130) == [A]
+    assert watch.observe("m", {A, B}, now=140) == []  # reported once; B was not awaited at the wait's end
+
+
+def test_a_look_asked_before_the_release_takes_nothing_off_the_watch() -> None:
+    watch = ReleaseWatch(after=30)
+    watch.released("m", [A], now=100)
+    watch.observe("m", set(), now=101)  # the coordinator's answer to an ask made before the release: A still owned
+    assert watch.observe("m", {A}, now=131) == [A]
+
+
+def test_what_an_earlier_member_released_is_forgotten_and_a_later_one_is_watched() -> None:
+    watch = ReleaseWatch(after=30)
+    watch.released("old", [A], now=0)
+    watch.released("new", [B], now=10)
+    assert watch.observe("new", {A, B}, now=40) == [B]  # the old member left: its releases were heard then
+    assert watch.observe("old", {A, B}, now=40) == []

@@ -241,6 +241,31 @@ def test_partitions_the_positions_group_gives_a_worker_whose_member_never_takes_
     assert_exactly_once(kafka)
 
 
+def test_partitions_a_worker_revoked_that_the_positions_group_never_heard_of_are_released_by_its_joining_anew(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the exactly-once fault pairs (overlap-eos-28b): a worker revoked three partitions a second after the
+    target, the positions group's coordinator, came back; the coordinator kept them as that worker's, and the
+    worker that joined waited for them 3 minutes through three members of its own. The worker that released them
+    now sees another member still waiting for them, and joins anew; nothing is copied twice."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    produce(kafka["source"], 20)
+    a = eos_worker(kafka, "a", worker_id="wa", stuck_after="1")
+    b = None
+    try:
+        wait_until(lambda: all_visible(kafka, 20), what="a copying", alive=(a,))
+        kafka["target"].group(POSITIONS_GROUP).lose_releases("wa")
+        b = eos_worker(kafka, "b", worker_id="wb", stuck_after="1")  # a revokes half, and the group does not hear it
+        produce(kafka["source"], 30, start=20)
+        wait_until(lambda: all_visible(kafka, 50) and len(b.worker._sources) == 2, what="b copying what a released",
+                   alive=(a, b))
+    finally:
+        assert a.finish() is None
+        assert b is None or b.finish() is None
+    said = [r.getMessage() for r in caplog.records if "as this worker's, revoked 1 s ago" in r.getMessage()]
+    assert said and f"group {POSITIONS_GROUP} still counts {REPLICA}[" in said[0], said
+    assert_exactly_once(kafka)
+
+
 def test_a_second_worker_with_the_same_id_fences_the_first_which_takes_its_producer_back(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
     """b's producer fences a's (same transactional id) while b waits for its worker id, which a holds in the

@@ -792,6 +792,33 @@ def test_a_new_topic_whose_partitions_the_client_withholds_is_found_without_wait
     assert any("but its client did not hand them over for 1 s" in r.getMessage() for r in caplog.records)
 
 
+def test_partitions_a_worker_revoked_that_the_group_never_heard_of_are_released_by_that_worker_joining_anew(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the exactly-once fault pairs (overlap-eos-28b, a worker joining while the target restarted): a
+    worker revoked three partitions a second after the group's coordinator came back, and the coordinator never
+    heard it -- it kept them as that worker's, pending revocation, shown in no member's assignment. The joining
+    worker waited for them 3 minutes; its own new consumers did not help. A worker now watches what it released:
+    still awaited by another member ``stuck_after`` (30 s at most) later, it joins anew."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    config = route_config(kafka, stuck_after="1")
+    produce(kafka["source"], 20)
+    a = WorkerThread(kafka, "a", config, FAST, worker_id="wa")
+    b = None
+    try:
+        wait_until(lambda: all_copied(kafka), what="a copying", alive=(a,))
+        kafka["source"].group("mirrorflow-r").lose_releases("wa")
+        b = WorkerThread(kafka, "b", config, FAST, worker_id="wb")  # a revokes half; the group does not hear it
+        produce(kafka["source"], 30, start=20)
+        wait_until(lambda: all_copied(kafka) and len(b.worker.inflight.ledgers) == PARTITIONS // 2,
+                   what="b copying the half a released", alive=(a, b))
+    finally:
+        assert a.finish() is None
+        assert b is None or b.finish() is None
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("source consumer renewed")]
+    assert any("still counts orders[" in line and "as this worker's, revoked 1 s ago" in line for line in said), said
+    assert_nothing_lost(kafka)
+
+
 def test_a_group_that_does_not_say_what_it_gave_the_worker_is_reported_once_and_again_when_it_does(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
     """The withheld watch is blind while the group's coordinator does not answer the worker's ask (it logged that
