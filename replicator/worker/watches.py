@@ -29,9 +29,10 @@ log = logging.getLogger(__name__)
 # renewed. A consumer assigned its partitions can stop getting answers after a broker restart until it is made
 # anew (librdkafka #5153, open; seen here with exactly-once after a clean restart of the source broker).
 PLACING_GIVE_UP_S = 60.0
-# Every partition the worker owns (this many or more) with records past a fetch position that has stood for
-# ``timeouts.client_still`` s (``stuck_after``, if shorter): its client no longer fetches (librdkafka #5153).
-CLIENT_STUCK_AT = 2
+# Every partition the worker owns with records past a fetch position that has stood for ``timeouts.client_still`` s
+# (``stuck_after``, if shorter): its client no longer fetches (librdkafka #5153). One partition counts too: for it,
+# new clients cure what a re-seek would, and a deaf client could not re-seek (join-eos-29: a worker owning one
+# partition waited 120 s for the re-seek, then a minute of placing that failed, before new clients).
 LAG_SLICE = 250  # partitions whose lag gauge one loop turn updates (``_publish_lag``)
 STILL_MIN_S = 2.0  # a process standing still less long is a busy machine's scheduling, not a freeze
 
@@ -229,7 +230,7 @@ class Watches(GroupMember):
         metrics.STUCK_NOW.labels(self.route.name).set(len(self.stuck_watch.stuck()))
         if rejoin:
             self._renew_clients(f"partitions stuck after a re-seek: {', '.join(f'{t}[{p}]' for t, p in rejoin)}")
-        elif len(owned) >= CLIENT_STUCK_AT and all(
+        elif all(
                 (still := self.stuck_watch.still_for(key, now)) is not None and still >= client_wait for key in owned):
             # Every partition it owns stuck at once: the client stopped fetching, not a partition (librdkafka
             # #5153 after a source restart). A re-seek needs the committed offsets, which such a client does not

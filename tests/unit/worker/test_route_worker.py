@@ -722,6 +722,36 @@ def test_a_consumer_whose_every_partition_is_stuck_at_once_is_replaced_without_p
     assert committed(kafka) == {p: 50 for p in range(PARTITIONS)}
 
 
+def test_a_consumer_whose_one_partition_is_stuck_is_replaced_as_soon_as_one_with_many(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the exactly-once fault pairs (join-eos-29, a source restart): a worker that owned one partition had
+    its consumer stop fetching after the restart. "Every partition stuck at once" took two partitions or more, so
+    the one partition waited for ``stuck_after`` (120 s), was placed again, and placing failed a minute more: the
+    copy of that partition stood 3 minutes. One partition stuck, all a worker owns, gets new clients as soon."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    kafka["source"].create_topic("solo", 1)
+    for n in range(20):
+        kafka["source"].append("solo", 0, None, f"solo-{n}".encode())
+    worker = WorkerThread(kafka, "a", route_config(kafka, topics="[solo]", stuck_after="5"))  # client_still: 1 s
+
+    def copied(count: int) -> bool:
+        return "source.solo" in kafka["target"].topics and len(kafka["target"].records("source.solo", 0)) >= count
+
+    wait_until(lambda: copied(20), what="the first copy", alive=(worker,))
+    deaf = worker.worker.consumer
+    deaf.deafen()  # type: ignore[attr-defined]
+    for n in range(20, 50):
+        kafka["source"].append("solo", 0, None, f"solo-{n}".encode())
+    wait_until(lambda: copied(50), timeout=30, what="the copy by a new consumer", alive=(worker,))
+    said = [r.getMessage() for r in caplog.records]
+    renewed = [m for m in said if m.startswith("source consumer renewed")]
+    assert len(renewed) == 1 and "every partition it owns (1) stuck at once" in renewed[0], said
+    assert not any(m.startswith("placing assigned partitions failed") for m in said), said
+    assert worker.finish() is None
+    first = dict.fromkeys(r.value for r in kafka["target"].records("source.solo", 0))
+    assert list(first) == [f"solo-{n}".encode() for n in range(50)]
+
+
 def withheld_after_a_leave(kafka: FakeKafka, timeouts: WorkerTimeouts) -> None:
     """Workers a and b copy; a's consumer stops taking up the topic's partitions; b leaves; every record must reach
     the target (through a's remedy)."""
