@@ -176,10 +176,11 @@ class GroupMember(ABC):
         member); an exactly-once worker renews its positions group's member too."""
         self._renew_consumer(reason, wedged=True)
 
-    def _close_client(self, client: Consumer, what: str, wedged: bool) -> None:
+    def _close_client(self, client: Consumer, what: str, wedged: bool, hands_over: bool = True) -> None:
         """Close a consumer of this worker. One that stopped getting answers may block in its close for good (seen:
         an exactly-once worker's source consumer after a clean restart of the source broker): given
-        ``timeouts.close`` s, then left behind, its late callbacks ignored; the worker goes on with a new one."""
+        ``timeouts.close`` s (after the hand-over's, for a group member: ``hands_over``), then left behind, its
+        late callbacks ignored; the worker goes on with a new one."""
         if not wedged:
             try:
                 client.close()
@@ -187,8 +188,8 @@ class GroupMember(ABC):
                 log.debug("closing %s route=%s error=%s", what, self.route.name, exc)
             return
         # Its revocation (served by the close) hands over within ``handover`` s first: waited for, so that no
-        # callback of it runs once the worker goes on.
-        wait = self.timeouts.handover + self.timeouts.close
+        # callback of it runs once the worker goes on. A consumer assigned by hand has no revocation to wait for.
+        wait = (self.timeouts.handover if hands_over else 0.0) + self.timeouts.close
         if not close_within(client.close, wait):
             self._abandoned.add(id(client))
             log.warning("%s did not close in %.0f s: left behind, a new one takes over route=%s", what, wait,

@@ -145,7 +145,7 @@ class TargetMember(RouteWorker):
         if reason is not None:
             log.warning("source consumer renewed route=%s reason=%r", self.route.name, reason)
         self._abort(reason or "the source consumer was renewed")
-        self._close_client(self.consumer, "the source consumer", wedged)
+        self._close_client(self.consumer, "the source consumer", wedged, hands_over=False)  # assigned by hand
         self._consumer = self._new_consumer()
 
     def _resubscribe(self, finished: Future[Look]) -> None:
