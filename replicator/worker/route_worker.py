@@ -567,11 +567,17 @@ class RouteWorker(Watches):
     def callback_failed(self, name: str, exc: Exception) -> None:
         """A callback raised (a bug): stop, commit nothing more, say why in one line. Except a fatal error of the
         producer, which confluent-kafka may raise inside a callback it serves (seen in the fault harness): that is
-        the producer failing (``_producer_failed``), wherever it comes out of a delivery report."""
+        the producer failing (``_producer_failed``), wherever it comes out of a delivery report; and a SystemError
+        there, the state in which poll and flush fail without an error (see ``_serve_producer``): a report's first
+        call into the library found an exception already set (overlap-eos-29: "<method 'fatal' of ...> returned a
+        result with an exception set")."""
         log.debug("callback failed route=%s callback=%s", self.route.name, name, exc_info=exc)
         if name == "delivery report" and isinstance(exc, KafkaException) and exc.args \
                 and isinstance(exc.args[0], KafkaError) and exc.args[0].fatal():
             self._producer_failed(exc.args[0])
+            return
+        if name == "delivery report" and isinstance(exc, SystemError):
+            self._producer_failed(KafkaError(KafkaError._FATAL, f"the producer failed: {exc}", fatal=True))
             return
         self.unsafe = True
         if self.failure is None:

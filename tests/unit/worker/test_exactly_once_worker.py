@@ -580,6 +580,28 @@ def test_a_fatal_error_surfacing_inside_a_delivery_callback_is_the_producer_lost
     assert worker._lost_producer is not None and "fenced" in worker._lost_producer  # the loop replaces it
 
 
+class _PendingSystemError:
+    """A delivery report's error while confluent-kafka has an exception set already: the callback's first call
+    into the library raises SystemError ("<method 'fatal' of 'confluent_kafka.cimpl.KafkaError' objects> returned
+    a result with an exception set", overlap-eos-29 #76)."""
+
+    def __getattr__(self, name: str) -> object:
+        raise SystemError(f"<method '{name}' of 'confluent_kafka.cimpl.KafkaError' objects> returned a result with "
+                          "an exception set")
+
+
+def test_a_system_error_inside_a_delivery_callback_is_the_producer_lost_not_a_bug(kafka: FakeKafka) -> None:
+    """Found by the exactly-once fault pairs (overlap-eos-29 #76, a worker frozen during a source freeze): during a
+    hand-over's commit, a delivery report's first call into the library raised SystemError, and the worker exited
+    with "internal error in the delivery report callback". The same confluent-kafka state that makes poll and
+    flush fail without an error (the producer's fatal error taken inside a report): the producer lost."""
+    config = route_config(kafka, guarantee="exactly-once")
+    worker = ExactlyOnceWorker(config, config.routes[0], worker_id="w1", clients=kafka.clients("a"))
+    worker._on_delivery(_PendingSystemError(), FakeMessage("mirrorflow-offset-syncs.r.internal", 0, 7))
+    assert (worker.failure, worker.unsafe) == (None, False)
+    assert worker._lost_producer is not None and "returned a result with an exception set" in worker._lost_producer
+
+
 def test_a_poll_that_fails_without_an_error_replaces_the_producer(kafka: FakeKafka) -> None:
     """Found by the fault harness (CI short form): when a fenced producer's fatal error is taken inside a
     delivery report, confluent-kafka's flush then fails with "SystemError: <method 'flush' of 'cimpl.Producer'
