@@ -60,12 +60,6 @@ log = logging.getLogger(__name__)
 # transaction.timeout.ms) and the coordinator bumped the epoch, or another producer took this transactional id.
 PRODUCER_LOST = (KafkaError.INVALID_PRODUCER_EPOCH, KafkaError.PRODUCER_FENCED, KafkaError._FENCED)
 
-
-def producer_lost(error: KafkaError) -> bool:
-    """The producer can no longer commit: fenced, its epoch gone, or fatal. A fatal producer's ``produce`` raises
-    _FATAL made from the code alone (its ``fatal()`` is False): the fault pairs stopped a worker on an offset
-    sync refused so, taken for a refusal of the sync."""
-    return error.fatal() or error.code() in (*PRODUCER_LOST, KafkaError._FATAL)
 FENCINGS_ALLOWED = 5  # producers replaced this often within FENCING_WINDOW_S: another worker has this worker's id
 FENCING_WINDOW_S = 60.0
 INIT_TIMEOUT_S = 30.0  # init_transactions: finds the coordinator, fences an earlier producer of the same id
@@ -77,6 +71,13 @@ COMMIT_GIVE_UP_S = 15.0  # a commit retried this long is given up: the producer 
 COMMIT_RETRY_S = 0.1  # between tries of a commit that answered "retry"
 COMMIT_TIMEOUT_S = 5.0  # send_offsets_to_transaction, commit_transaction, abort_transaction: a timeout is retried
 #   at the next turn (the loop must go on serving the member and the source meanwhile)
+
+
+def producer_lost(error: KafkaError) -> bool:
+    """The producer can no longer commit: fenced, its epoch gone, or fatal. A fatal producer's ``produce`` raises
+    _FATAL made from the code alone (its ``fatal()`` is False): the fault pairs stopped a worker on an offset
+    sync refused so, taken for a refusal of the sync."""
+    return error.fatal() or error.code() in (*PRODUCER_LOST, KafkaError._FATAL)
 
 
 class ExactlyOnceWorker(TargetMember):

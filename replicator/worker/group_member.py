@@ -25,7 +25,7 @@ from replicator.logs import listed
 from replicator.worker import metrics
 from replicator.worker.assignment import PLACEHOLDER, fetch_from
 from replicator.worker.callbacks import shielded
-from replicator.worker.records import TP
+from replicator.worker.records import TP, failed_without_error
 
 # A partition whose committed position is past its log's end is placed again this much later (see _hold_resets).
 RESET_RECHECK_S = 2.0
@@ -469,7 +469,7 @@ class GroupMember(ABC):
             self._producer_failed(exc.args[0])
             return len(producer) if flush else 0
         except SystemError as exc:  # its fatal error was taken inside a delivery report: it fails with no error
-            self._producer_failed(KafkaError(KafkaError._FATAL, f"the producer failed: {exc}", fatal=True))
+            self._producer_failed(failed_without_error(exc))
             return len(producer) if flush else 0
 
     def _producer_failed(self, error: KafkaError) -> None:

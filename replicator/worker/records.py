@@ -56,3 +56,10 @@ def error_of(message: Message) -> KafkaError:
     if error is None:
         raise ValueError("not an error event")
     return error
+
+
+def failed_without_error(exc: SystemError) -> KafkaError:
+    """The producer's fatal error when confluent-kafka raised SystemError instead ("returned NULL without setting an
+    exception" out of poll or flush; "returned a result with an exception set" inside a delivery report): its
+    fatal error was taken inside a report, and it says no more."""
+    return KafkaError(KafkaError._FATAL, f"the producer failed: {exc}", fatal=True)

@@ -59,7 +59,17 @@ from replicator.worker.heartbeat import HeartbeatEmitter
 from replicator.worker.inflight import InFlight
 from replicator.worker.links import Links, group_out_of_reach
 from replicator.worker.logins import Logins
-from replicator.worker.records import PURGED, TP, error_of, event_partition, for_producer, headers_of, key_of, offset_of
+from replicator.worker.records import (
+    PURGED,
+    TP,
+    error_of,
+    event_partition,
+    failed_without_error,
+    for_producer,
+    headers_of,
+    key_of,
+    offset_of,
+)
 from replicator.worker.refusals import describe_refusal
 from replicator.worker.stall import LoopWatch, ProducerWatch, discard
 from replicator.worker.subscription import REFRESH_SECONDS, Look, Membership, SourceSilent, Subscription
@@ -577,7 +587,7 @@ class RouteWorker(Watches):
             self._producer_failed(exc.args[0])
             return
         if name == "delivery report" and isinstance(exc, SystemError):
-            self._producer_failed(KafkaError(KafkaError._FATAL, f"the producer failed: {exc}", fatal=True))
+            self._producer_failed(failed_without_error(exc))
             return
         self.unsafe = True
         if self.failure is None:
