@@ -183,9 +183,10 @@ class Watches(GroupMember):
     def _released(self, partitions: list[TopicPartition]) -> None:
         """This worker's client revoked ``partitions`` of its group (see ``_watch_withheld``)."""
         member = self._membership()
-        if member is not None:
-            self.release_watch.released(member.member, [(tp.topic, tp.partition) for tp in partitions],
-                                        time.monotonic())
+        if member is not None and partitions:
+            now = time.monotonic()
+            self.release_watch.released(member.member, [(tp.topic, tp.partition) for tp in partitions], now)
+            self._assignment_at = min(self._assignment_at, now + self.release_watch.after)  # asked when it is due
 
     def _watch_stuck(self, ends: dict[TP, int]) -> None:
         """Owned partitions the source has records for past their fetch position, which has not moved for
