@@ -19,11 +19,19 @@ member's assignment) and their new owner waits. The exactly-once fault pairs (ov
 while the target restarted) saw a worker revoke three partitions a second after the coordinator came back; their
 new owner waited 3 minutes, through three consumers of its own, and took them a second after the worker that had
 revoked them joined anew. So a member also watches what it released (``ReleaseWatch``): still awaited by another
-member ``after`` s later, it joins anew -- which tells the coordinator afresh what it owns. It waits a third less
-than the member that waits for them (``RELEASE_SHARE``): the coordinator cannot tell that member's watch whether a
-partition is pending revocation elsewhere or withheld from it, and its new consumer would cure nothing (the fault
-pairs saw both renew at once, 30 s after, at the cost of an aborted transaction on an exactly-once route). Heard
-first, the releasing member's renewal hands the partitions over before the waiting member's watch is due."""
+member ``after`` s later, it joins anew -- which tells the coordinator afresh what it owns.
+
+A member's client can also miss the revocation itself (``KeptWatch``): the coordinator counts the partitions pending
+revocation (in no member's assignment, in another's target) while the client still hands them to the worker. The
+fault pairs (a worker leaving or joining while the target was frozen, exactly-once) saw one worker keep all seven
+partitions for 90 s while four members joined and waited for them; their own new consumers cured nothing, the
+keeping worker's new clients did. Such partitions held ``after`` s, the member joins anew.
+
+The member holding up a hand-over (released unheard, or never told) waits a third less than the member that waits
+for the partitions (``HOLDER_SHARE``): the coordinator cannot tell that member's watch whether a partition is
+pending revocation elsewhere or withheld from it, and its new consumer would cure nothing (the fault pairs saw both
+renew at once, 30 s after, at the cost of an aborted transaction on an exactly-once route). Heard first, the
+holder's renewal hands the partitions over before the waiting member's watch is due."""
 
 from __future__ import annotations
 
@@ -33,7 +41,7 @@ from dataclasses import dataclass
 from replicator.domain.checkpoint import Partition
 
 AFTER_S = 30.0  # withheld this long: a new consumer (a partition on its way from another member is not withheld)
-RELEASE_SHARE = 2 / 3  # of the withheld watch's wait: released and still awaited this long, the releaser renews
+HOLDER_SHARE = 2 / 3  # of the withheld watch's wait: a member holding up a hand-over that long renews
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,30 +73,47 @@ def group_says(member: str, described: Iterable[tuple[str, Collection[Partition]
     return GroupSays(frozenset(given), frozenset(held), frozenset(wanted - owned_by_any))
 
 
-class WithheldWatch:
-    """Since when each withheld partition has been seen withheld."""
+class _SeenSince:
+    """Since when each partition has been seen in a state, look after look (one not seen in it is forgotten)."""
 
     def __init__(self, after: float) -> None:
         self.after = after
         self._since: dict[Partition, float] = {}
+
+    def _seen(self, partitions: set[Partition], now: float) -> list[Partition]:
+        """The partitions seen in the state for ``after`` s or more as of this look (sorted; empty: none)."""
+        self._since = {key: self._since.get(key, now) for key in partitions}
+        return sorted(key for key, since in self._since.items() if now - since >= self.after)
+
+    @property
+    def watching(self) -> bool:
+        """Partitions are seen in the state, not yet for ``after`` s."""
+        return bool(self._since)
+
+    def forget(self) -> None:
+        """A new consumer: it is watched afresh."""
+        self._since = {}
+
+
+class WithheldWatch(_SeenSince):
+    """Since when each withheld partition has been seen withheld."""
 
     def observe(self, given: Collection[Partition], held_by_others: Collection[Partition],
                 handed_over: Collection[Partition], now: float) -> list[Partition]:
         """The partitions withheld for ``after`` s or more as of this look (sorted; empty: none), where ``given`` is
         this member's target assignment, ``held_by_others`` what other members still own, and ``handed_over``
         what the client gave the worker (owned or being placed)."""
-        withheld = set(given) - set(held_by_others) - set(handed_over)
-        self._since = {key: self._since.get(key, now) for key in withheld}
-        return sorted(key for key, since in self._since.items() if now - since >= self.after)
+        return self._seen(set(given) - set(held_by_others) - set(handed_over), now)
 
-    @property
-    def watching(self) -> bool:
-        """Partitions are seen withheld, not yet for ``after`` s."""
-        return bool(self._since)
 
-    def forget(self) -> None:
-        """A new consumer: it is watched afresh."""
-        self._since = {}
+class KeptWatch(_SeenSince):
+    """Since when each partition the client still hands the worker has been awaited by another member: the
+    coordinator counts it pending revocation, and the client was never told to give it up."""
+
+    def observe(self, awaited_by_others: Collection[Partition], handed_over: Collection[Partition],
+                now: float) -> list[Partition]:
+        """The partitions kept so for ``after`` s or more as of this look (sorted; empty: none)."""
+        return self._seen(set(awaited_by_others) & set(handed_over), now)
 
 
 class ReleaseWatch:

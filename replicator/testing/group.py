@@ -9,9 +9,12 @@ rejoins with a new member epoch. Commits of an expired member are refused, as th
 broker refuses a stale member epoch; a commit from a consumer that never joined (a
 "simple" commit) is taken only while the group has no live member.
 
+What a member must revoke is pending revocation until it has: shown in no member's
+assignment (as Kafka 4.1's ConsumerGroupDescribe shows it), given to no other member.
 A member's releases can go unheard (``lose_releases``): what it revokes the coordinator
-still counts as its own, pending revocation -- shown in no member's assignment, given to
-no other member -- until the member leaves (see ``replicator.domain.withheld``).
+still counts as its own, pending revocation, until the member leaves. A member's client
+can miss the revocation itself (``lose_revocations``): it is never told to revoke, and
+keeps the partitions until it leaves (see ``replicator.domain.withheld``).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class Member:
     epoch: int = 1  # bumped when it rejoins after its session expired
     releases_unheard: bool = False  # what it revokes stays pending revocation (``FakeGroup.lose_releases``)
     pending: set[TP] = field(default_factory=set)  # revoked by its client, not heard of by the coordinator
+    revocations_unheard: bool = False  # never told to revoke (``FakeGroup.lose_revocations``)
 
 
 class FakeGroup:
@@ -76,6 +80,12 @@ class FakeGroup:
         a coordinator's restart, say): what it revokes from now on stays its own until it leaves."""
         with self.cluster.lock:
             self.members[member_id].releases_unheard = True
+
+    def lose_revocations(self, member_id: str) -> None:
+        """This member's client no longer hears that it must revoke partitions (an answer to a heartbeat it never
+        took up): it keeps them, and the coordinator counts them pending revocation, until it leaves."""
+        with self.cluster.lock:
+            self.members[member_id].revocations_unheard = True
 
     def expire(self, member_id: str) -> None:
         """The member's session timed out: its partitions move now; it is told when it polls again."""
@@ -122,7 +132,7 @@ class FakeGroup:
                 return ("lost", lost) if lost else None
             self._rebalance()
             revoke = sorted(tp for tp in member.owned if self.owner.get(tp) != member_id)
-            if revoke:
+            if revoke and not member.revocations_unheard:
                 return "revoke", revoke
             held = {tp for m, state in self.members.items() if m != member_id and not state.expired
                     for tp in state.owned | state.pending}
@@ -134,11 +144,12 @@ class FakeGroup:
             return None
 
     def described(self) -> list[tuple[str, list[TP], list[TP]]]:
-        """Each live member: (member id, what it owns, its target assignment), as ConsumerGroupDescribe says."""
+        """Each live member: (member id, what it owns, its target assignment), as ConsumerGroupDescribe says: what
+        it must revoke is pending revocation, in no member's assignment."""
         with self.cluster.lock:
             self._rebalance()
-            return [(m, sorted(self.members[m].owned), sorted(tp for tp, o in self.owner.items() if o == m))
-                    for m in self.alive()]
+            return [(m, sorted(tp for tp in self.members[m].owned if self.owner.get(tp) == m),
+                     sorted(tp for tp, o in self.owner.items() if o == m)) for m in self.alive()]
 
     def revoked(self, member_id: str, partitions: list[TP]) -> None:
         """The member finished revoking ``partitions``: they may go to their new owner."""

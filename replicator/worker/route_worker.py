@@ -43,7 +43,7 @@ from replicator.domain.provenance import should_skip, with_origin, without_origi
 from replicator.domain.rate_limit import TokenBucket, share
 from replicator.domain.stuck import StuckWatch
 from replicator.domain.withheld import AFTER_S as WITHHELD_AFTER_S
-from replicator.domain.withheld import RELEASE_SHARE, ReleaseWatch, WithheldWatch
+from replicator.domain.withheld import HOLDER_SHARE, KeptWatch, ReleaseWatch, WithheldWatch
 from replicator.errors import ClusterError, MirrorFlowError
 from replicator.kafka.clients import (
     KAFKA_CLIENTS,
@@ -165,7 +165,8 @@ class RouteWorker(Watches):
         self.throttled = False  # paused by the rate limit (not by a full queue)
         self.stuck_watch = StuckWatch(route.stuck_after)
         self.withheld_watch = WithheldWatch(min(route.stuck_after, WITHHELD_AFTER_S))
-        self.release_watch = ReleaseWatch(self.withheld_watch.after * RELEASE_SHARE)
+        self.release_watch = ReleaseWatch(self.withheld_watch.after * HOLDER_SHARE)
+        self.kept_watch = KeptWatch(self.release_watch.after)
         self._withheld_member: Membership | None = None
         self.merged: frozenset[str] = frozenset()  # the subscription's, kept here for the hot path
         self.failure: str | None = None

@@ -13,7 +13,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from replicator.domain.naming import group_id
 from replicator.domain.partition_state import Facts, PartitionState, state_of
 from replicator.domain.stuck import Moving, Remedy, Stuck
-from replicator.domain.withheld import GroupSays, ReleaseWatch, WithheldWatch
+from replicator.domain.withheld import GroupSays, KeptWatch, ReleaseWatch, WithheldWatch
 from replicator.logs import listed
 from replicator.worker import metrics
 from replicator.worker.group_member import GroupMember
@@ -52,6 +52,7 @@ class Watches(GroupMember):
     _asking_often_until: float  # until then it asks every ``timeouts.assignment_soon`` s (see ``_assignment_changed``)
     withheld_watch: WithheldWatch
     release_watch: ReleaseWatch
+    kept_watch: KeptWatch
     _withheld_member: Membership | None  # the member the withheld watch watches
 
     def _watch_outage(self) -> None:
@@ -154,31 +155,39 @@ class Watches(GroupMember):
         return set(self.inflight.ledgers) | self.unplaced
 
     def _watch_withheld(self, member: Membership, said: GroupSays) -> None:
-        """Partitions the group gave this worker that its client has not handed over for a while, or that this
-        worker's client revoked a while ago and another member still waits for (see ``domain.withheld``): new
-        clients, which take the assignment up afresh or tell the coordinator afresh what they own."""
+        """Partitions the group gave this worker that its client has not handed over for a while, or that another
+        member has waited for a while, which this worker's client revoked or was never told to give up (see
+        ``domain.withheld``): new clients, which take the assignment up afresh or tell the coordinator afresh what
+        they own."""
         if self.holding or self.renewing or member != self._membership():
             return  # a look that asked for the client before this one
         if member != self._withheld_member:
             self._withheld_member = member
             self.withheld_watch.forget()
+            self.kept_watch.forget()
         now = time.monotonic()
+        handed_over = self._handed_over()
         unreleased = self.release_watch.observe(member.member, said.awaited_by_others, now)
+        kept = self.kept_watch.observe(said.awaited_by_others, handed_over, now)
+        overdue = self.withheld_watch.observe(said.given, said.held_by_others, handed_over, now)
+        for watch in (self.kept_watch, self.withheld_watch):
+            if watch.watching:  # seen: asked again once it would be due
+                self._assignment_at = min(self._assignment_at, now + watch.after)
         if unreleased:
-            metrics.STUCK.labels(self.route.name, Remedy.REJOIN.value).inc()
-            self.withheld_watch.forget()
-            self._renew_clients(f"group {member.group} still counts {listed(f'{t}[{p}]' for t, p in unreleased)} "
-                                f"as this worker's, revoked {self.release_watch.after:.0f} s ago, and another "
-                                "member waits for them")
+            reason = (f"group {member.group} still counts {listed(f'{t}[{p}]' for t, p in unreleased)} as this "
+                      f"worker's, revoked {self.release_watch.after:.0f} s ago, and another member waits for them")
+        elif kept:
+            reason = (f"group {member.group} took {listed(f'{t}[{p}]' for t, p in kept)} back for another member "
+                      f"{self.kept_watch.after:.0f} s ago, but this worker's client was never told to give them up")
+        elif overdue:
+            reason = (f"group {member.group} gave this worker {listed(f'{t}[{p}]' for t, p in overdue)} but its "
+                      f"client did not hand them over for {self.withheld_watch.after:.0f} s")
+        else:
             return
-        overdue = self.withheld_watch.observe(said.given, said.held_by_others, self._handed_over(), now)
-        if self.withheld_watch.watching:  # seen withheld: asked again once it would be overdue
-            self._assignment_at = min(self._assignment_at, now + self.withheld_watch.after)
-        if overdue:
-            metrics.STUCK.labels(self.route.name, Remedy.REJOIN.value).inc()
-            self.withheld_watch.forget()
-            self._renew_clients(f"group {member.group} gave this worker {listed(f'{t}[{p}]' for t, p in overdue)} "
-                                f"but its client did not hand them over for {self.withheld_watch.after:.0f} s")
+        metrics.STUCK.labels(self.route.name, Remedy.REJOIN.value).inc()
+        self.withheld_watch.forget()
+        self.kept_watch.forget()
+        self._renew_clients(reason)
 
     def _released(self, partitions: list[TopicPartition]) -> None:
         """This worker's client revoked ``partitions`` of its group (see ``_watch_withheld``)."""

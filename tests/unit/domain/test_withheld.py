@@ -1,9 +1,10 @@
-"""domain.withheld: partitions the group gave a member that its client never handed over, and partitions a member
-released that the group still counts as its own."""
+"""domain.withheld: partitions the group gave a member that its client never handed over, partitions a member
+released that the group still counts as its own, and partitions a member's client keeps that another member waits
+for."""
 
 from __future__ import annotations
 
-from replicator.domain.withheld import GroupSays, ReleaseWatch, WithheldWatch, group_says
+from replicator.domain.withheld import GroupSays, KeptWatch, ReleaseWatch, WithheldWatch, group_says
 
 A, B, C = ("t", 0), ("t", 1), ("t", 2)
 
@@ -77,3 +78,21 @@ def test_what_an_earlier_member_released_is_forgotten_and_a_later_one_is_watched
     watch.released("new", [B], now=10)
     assert watch.observe("new", {A, B}, now=40) == [B]  # the old member left: its releases were heard then
     assert watch.observe("old", {A, B}, now=40) == []
+
+
+def test_a_partition_the_client_keeps_while_another_member_waits_for_it_is_reported_after_the_wait() -> None:
+    watch = KeptWatch(after=20)
+    assert watch.observe(awaited_by_others={A, B}, handed_over={A, C}, now=100) == []  # B: not this client's
+    assert watch.watching
+    assert watch.observe({A, B}, {A, C}, now=119.9) == []
+    assert watch.observe({A, B}, {A, C}, now=120) == [A]
+
+
+def test_a_kept_partition_given_up_or_no_longer_awaited_is_watched_afresh() -> None:
+    watch = KeptWatch(after=20)
+    watch.observe({A, B}, {A, B}, now=0)
+    watch.observe({A}, {A, B}, now=10)  # B: the coordinator counts it this member's again
+    assert watch.observe({A, B}, {A, B}, now=25) == [A]  # B kept again from 25 only
+    watch.forget()  # new clients
+    assert watch.observe({A, B}, {A, B}, now=30) == []
+    assert watch.observe({A, B}, set(), now=31) == [] and not watch.watching  # revoked at last: the other watch's

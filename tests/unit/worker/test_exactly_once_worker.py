@@ -266,6 +266,33 @@ def test_partitions_a_worker_revoked_that_the_positions_group_never_heard_of_are
     assert_exactly_once(kafka)
 
 
+def test_partitions_a_worker_was_never_told_to_give_up_in_the_positions_group_are_released_by_its_joining_anew(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the fault pairs (worker-join+target-freeze, exactly-once): a worker kept all seven partitions for
+    90 s while four workers joined; the positions group counted them pending revocation and the worker's member
+    was never told to revoke them. The worker now sees another member waiting for partitions it holds, and joins
+    anew; nothing is copied twice."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    produce(kafka["source"], 20)
+    a = eos_worker(kafka, "a", worker_id="wa", stuck_after="3")
+    b = None
+    try:
+        wait_until(lambda: all_visible(kafka, 20), what="a copying", alive=(a,))
+        kafka["target"].group(POSITIONS_GROUP).lose_revocations("wa")
+        b = eos_worker(kafka, "b", worker_id="wb", stuck_after="3")  # a is never told to revoke half
+        produce(kafka["source"], 30, start=20)
+        wait_until(lambda: all_visible(kafka, 50) and len(b.worker._sources) == 2, what="b copying what a kept",
+                   alive=(a, b))
+    finally:
+        assert a.finish() is None
+        assert b is None or b.finish() is None
+    said = [r.getMessage() for r in caplog.records if "source consumer renewed" in r.getMessage()]
+    assert any(f"group {POSITIONS_GROUP} took {REPLICA}[" in line and "client was never told to give them up" in line
+               for line in said), said
+    assert not any("did not hand them over" in line for line in said), said
+    assert_exactly_once(kafka)
+
+
 def test_a_second_worker_with_the_same_id_fences_the_first_which_takes_its_producer_back(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
     """b's producer fences a's (same transactional id) while b waits for its worker id, which a holds in the

@@ -852,6 +852,35 @@ def test_partitions_a_worker_revoked_that_the_group_never_heard_of_are_released_
     assert_nothing_lost(kafka)
 
 
+def test_partitions_a_worker_was_never_told_to_give_up_are_released_by_that_worker_joining_anew(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the fault pairs (a worker joining while the target was frozen, exactly-once): one worker kept all
+    seven partitions for 90 s while four workers joined. The coordinator counted them pending revocation (in no
+    member's assignment) and the worker's client was never told to revoke them; the joining workers' own new
+    consumers cured nothing. A worker now sees partitions it holds that another member waits for: two thirds of
+    ``stuck_after`` later, it joins anew, before the joining worker's withheld watch is due."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    config = route_config(kafka, stuck_after="3")
+    produce(kafka["source"], 20)
+    a = WorkerThread(kafka, "a", config, FAST, worker_id="wa")
+    b = None
+    try:
+        wait_until(lambda: all_copied(kafka), what="a copying", alive=(a,))
+        kafka["source"].group("mirrorflow-r").lose_revocations("wa")
+        b = WorkerThread(kafka, "b", config, FAST, worker_id="wb")  # a is never told to revoke half
+        produce(kafka["source"], 30, start=20)
+        wait_until(lambda: all_copied(kafka) and len(b.worker.inflight.ledgers) == PARTITIONS // 2,
+                   what="b copying the half a kept", alive=(a, b))
+    finally:
+        assert a.finish() is None
+        assert b is None or b.finish() is None
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("source consumer renewed")]
+    assert any("group mirrorflow-r took orders[" in line and "back for another member 2 s ago, but this worker's "
+               "client was never told to give them up" in line for line in said), said
+    assert not any("did not hand them over" in line for line in said), said  # b: its new consumer would not help
+    assert_nothing_lost(kafka)
+
+
 def test_a_group_that_does_not_say_what_it_gave_the_worker_is_reported_once_and_again_when_it_does(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
     """The withheld watch is blind while the group's coordinator does not answer the worker's ask (it logged that
