@@ -369,10 +369,26 @@ class ExactlyOnceWorker(TargetMember):
             self._fenced = self._lost_target is None
 
     def _watch_producer(self) -> None:
+        self._watch_acks()
         if self._lost_producer is not None:
             self._replace_producer()
         else:
             super()._watch_producer()
+
+    def _watch_acks(self) -> None:
+        """A due commit waits for what is in flight, and the source is not read meanwhile. No report at all for
+        ``timeouts.acks_due`` s while the target answers: the producer is lost. Found by the exactly-once fault
+        pairs (a worker leaving while the target was frozen): after the thaw AddPartitionsToTxn answered "not
+        coordinator", and librdkafka found "no brokers available for transactions" for as long as it was let
+        (30 s, until the stuck watch renewed every client of the worker, the consumer and its group's member
+        too, saying the consumer no longer fetched)."""
+        if self._lost_producer is None and self._due() and len(self.producer) \
+                and self.producer_watch.due(self.timeouts.acks_due) and self.subscription.target_answers():
+            self._lost_producer = (f"its commit waited {self.producer_watch.silent_for():.0f} s for acknowledgements "
+                                   f"of {len(self.producer)} records while the target answers")
+
+    def _fetch_held(self) -> bool:
+        return self._due()  # a due commit takes no records until what is in flight is acknowledged
 
     def _replace_producer(self) -> None:
         """A new producer (its init_transactions takes the transactional id over) copies again from the last

@@ -128,6 +128,9 @@ class WorkerTimeouts:
     # Every owned partition's fetch position still this long (stuck_after, if shorter) with records past it: the
     # consumer no longer fetches (librdkafka #5153, after a source restart), new clients (worker/watches.py).
     client_still: float = 30.0
+    # Exactly-once: a due commit waits for what is in flight; no report at all this long while the target answers
+    # (librdkafka's producer lost the transaction coordinator and never found it again), the producer is replaced.
+    acks_due: float = 30.0
     close: float = 10.0  # a client that stopped getting answers is given this long to close, then left behind
     outage_hold: float = HOLD_AFTER_S  # the source out of reach this long: copying held until the worker rejoins
 

@@ -53,10 +53,11 @@ class ProducerWatch:
         """Seconds since the producer last made progress."""
         return self.clock() - self.progress_at
 
-    def due(self) -> bool:
-        """Records in flight with no report for ``after`` s, and no look at the target lately."""
-        now = self.clock()
-        if now - self.progress_at < self.after or now - self._probed_at < self.probe_every:
+    def due(self, after: float | None = None) -> bool:
+        """Records in flight with no report for ``after`` s (the watch's own by default), and no look at the
+        target lately."""
+        now, after = self.clock(), self.after if after is None else after
+        if now - self.progress_at < after or now - self._probed_at < self.probe_every:
             return False
         self._probed_at = now
         return True

@@ -218,7 +218,7 @@ class Watches(GroupMember):
         for tp in positions:
             key = (tp.topic, tp.partition)
             may_fetch = not (self.paused or self.failure or self.holding or key in self.unplaced or key in self.resets
-                             or tp.topic in self.paused_topics)
+                             or tp.topic in self.paused_topics or self._fetch_held())
             event = self.stuck_watch.observe(key, tp.offset if tp.offset >= 0 else None, ends.get(key), may_fetch,
                                              now)
             if isinstance(event, Moving):
@@ -251,6 +251,10 @@ class Watches(GroupMember):
                                 f"client no longer fetches")
         elif reseek:
             self._start_over(reseek, "partitions stuck: placing them again from the committed positions")
+
+    def _fetch_held(self) -> bool:
+        """The worker itself takes no records now (an exactly-once worker's due commit): nothing can be stuck."""
+        return False
 
     def _watch_placing(self, ends: dict[TP, int]) -> bool:
         """Placing that has failed for ``stuck_after`` s (at most PLACING_GIVE_UP_S) while the source answers

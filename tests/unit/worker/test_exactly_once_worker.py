@@ -293,6 +293,34 @@ def test_partitions_a_worker_was_never_told_to_give_up_in_the_positions_group_ar
     assert_exactly_once(kafka)
 
 
+def test_a_producer_that_acknowledges_nothing_while_its_commit_is_due_is_replaced_alone(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the exactly-once fault pairs (a worker leaving while the target was frozen): after the thaw
+    librdkafka's producer lost its transaction coordinator for good, the due commit waited for acknowledgements
+    that never came, and the source was not read meanwhile. After 30 s the stuck watch took the standing positions
+    for a consumer that no longer fetches, and renewed every client (the group's member too: a rebalance). Now the
+    producer alone is replaced, saying why, and every record is visible once."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    config = route_config(kafka, guarantee="exactly-once", transactions="{interval_ms: 50}")
+    timeouts = dataclasses.replace(FAST, stalled=60.0, acks_due=1.0)  # the general watch would wait a minute
+    produce(kafka["source"], 20)
+    worker = WorkerThread(kafka, "a", config, timeouts, kind=ExactlyOnceWorker)
+    try:
+        wait_until(lambda: all_visible(kafka, 20), what="the first copy", alive=(worker,))
+        wedged = worker.worker._producer
+        wedged.wedge()  # type: ignore[union-attr]
+        produce(kafka["source"], 30, start=20)
+        wait_until(lambda: all_visible(kafka, 50), what="the copy by a new producer", alive=(worker,))
+    finally:
+        assert worker.finish() is None
+    assert worker.worker._producer is not wedged
+    said = [r.getMessage() for r in caplog.records]
+    assert any("producer replaced" in line and "its commit waited" in line and "for acknowledgements of" in line
+               for line in said), said
+    assert not any("source consumer renewed" in line for line in said), said
+    assert_exactly_once(kafka)
+
+
 def test_a_second_worker_with_the_same_id_fences_the_first_which_takes_its_producer_back(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
     """b's producer fences a's (same transactional id) while b waits for its worker id, which a holds in the
