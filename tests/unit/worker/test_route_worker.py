@@ -822,6 +822,30 @@ def test_a_new_topic_whose_partitions_the_client_withholds_is_found_without_wait
     assert any("but its client did not hand them over for 1 s" in r.getMessage() for r in caplog.records)
 
 
+def renewals_when_the_group_mishears_a_hand_over(kafka: FakeKafka, caplog: pytest.LogCaptureFixture,
+                                                mishear: str) -> list[str]:
+    """a copies alone; the group then mishears a's side of a hand-over (``mishear``: the FakeGroup method, given
+    a's member); b joins and must get half the partitions, and every record reach the target. The renewals
+    logged, in order."""
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    config = route_config(kafka, stuck_after="3")
+    produce(kafka["source"], 20)
+    a = WorkerThread(kafka, "a", config, FAST, worker_id="wa")
+    b = None
+    try:
+        wait_until(lambda: all_copied(kafka), what="a copying", alive=(a,))
+        getattr(kafka["source"].group("mirrorflow-r"), mishear)("wa")
+        b = WorkerThread(kafka, "b", config, FAST, worker_id="wb")  # a is to give half up
+        produce(kafka["source"], 30, start=20)
+        wait_until(lambda: all_copied(kafka) and len(b.worker.inflight.ledgers) == PARTITIONS // 2,
+                   what="b copying the half a gave up", alive=(a, b))
+    finally:
+        assert a.finish() is None
+        assert b is None or b.finish() is None
+    assert_nothing_lost(kafka)
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith("source consumer renewed")]
+
+
 def test_partitions_a_worker_revoked_that_the_group_never_heard_of_are_released_by_that_worker_joining_anew(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
     """Found by the exactly-once fault pairs (overlap-eos-28b, a worker joining while the target restarted): a
@@ -831,25 +855,9 @@ def test_partitions_a_worker_revoked_that_the_group_never_heard_of_are_released_
     still awaited by another member two thirds of ``stuck_after`` (30 s at most) later, it joins anew -- before the
     joining worker's withheld watch is due, whose new consumer would cure nothing (the fault pairs saw both renew at
     once)."""
-    caplog.set_level(logging.INFO, logger="replicator.worker")
-    config = route_config(kafka, stuck_after="3")
-    produce(kafka["source"], 20)
-    a = WorkerThread(kafka, "a", config, FAST, worker_id="wa")
-    b = None
-    try:
-        wait_until(lambda: all_copied(kafka), what="a copying", alive=(a,))
-        kafka["source"].group("mirrorflow-r").lose_releases("wa")
-        b = WorkerThread(kafka, "b", config, FAST, worker_id="wb")  # a revokes half; the group does not hear it
-        produce(kafka["source"], 30, start=20)
-        wait_until(lambda: all_copied(kafka) and len(b.worker.inflight.ledgers) == PARTITIONS // 2,
-                   what="b copying the half a released", alive=(a, b))
-    finally:
-        assert a.finish() is None
-        assert b is None or b.finish() is None
-    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("source consumer renewed")]
+    said = renewals_when_the_group_mishears_a_hand_over(kafka, caplog, "lose_releases")
     assert any("still counts orders[" in line and "as this worker's, revoked 2 s ago" in line for line in said), said
     assert not any("did not hand them over" in line for line in said), said  # b: given them before its watch was due
-    assert_nothing_lost(kafka)
 
 
 def test_partitions_a_worker_was_never_told_to_give_up_are_released_by_that_worker_joining_anew(
@@ -859,26 +867,10 @@ def test_partitions_a_worker_was_never_told_to_give_up_are_released_by_that_work
     member's assignment) and the worker's client was never told to revoke them; the joining workers' own new
     consumers cured nothing. A worker now sees partitions it holds that another member waits for: two thirds of
     ``stuck_after`` later, it joins anew, before the joining worker's withheld watch is due."""
-    caplog.set_level(logging.INFO, logger="replicator.worker")
-    config = route_config(kafka, stuck_after="3")
-    produce(kafka["source"], 20)
-    a = WorkerThread(kafka, "a", config, FAST, worker_id="wa")
-    b = None
-    try:
-        wait_until(lambda: all_copied(kafka), what="a copying", alive=(a,))
-        kafka["source"].group("mirrorflow-r").lose_revocations("wa")
-        b = WorkerThread(kafka, "b", config, FAST, worker_id="wb")  # a is never told to revoke half
-        produce(kafka["source"], 30, start=20)
-        wait_until(lambda: all_copied(kafka) and len(b.worker.inflight.ledgers) == PARTITIONS // 2,
-                   what="b copying the half a kept", alive=(a, b))
-    finally:
-        assert a.finish() is None
-        assert b is None or b.finish() is None
-    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("source consumer renewed")]
+    said = renewals_when_the_group_mishears_a_hand_over(kafka, caplog, "lose_revocations")
     assert any("group mirrorflow-r took orders[" in line and "back for another member 2 s ago, but this worker's "
                "client was never told to give them up" in line for line in said), said
     assert not any("did not hand them over" in line for line in said), said  # b: its new consumer would not help
-    assert_nothing_lost(kafka)
 
 
 def test_a_group_that_does_not_say_what_it_gave_the_worker_is_reported_once_and_again_when_it_does(
