@@ -130,17 +130,22 @@ def create_topics(
     ]
     if not wanted:
         return []
-    created, problems = [], []
+    created, problems, unanswered = [], [], False
     for name, future in client.create_topics(wanted, request_timeout=timeout).items():
         try:
-            future.result(timeout=timeout)
+            # librdkafka fails the request itself after ``timeout``: the wait outlasts it, or a cluster that did
+            # not answer raised a bare TimeoutError (a worker starting during a source restart died of it).
+            future.result(timeout=timeout + 5)
             created.append(name)
         except KafkaException as exc:
             error = exc.args[0]
             if error.code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 problems.append(f"topic {name}: {error.str()}")
+        except TimeoutError:
+            unanswered = True
+            problems.append(f"topic {name}: no answer in {timeout + 5:.0f} s")
     if problems:
-        raise ClusterError("; ".join(problems))
+        raise ClusterError("; ".join(problems), retriable=unanswered)
     return sorted(created)
 
 
