@@ -15,14 +15,18 @@ from confluent_kafka.admin import AdminClient, ConfigEntry, ConfigResource, Topi
 # The configs of 2,000 topics (some 40 entries each) in one answer held the GIL 74-95 ms, 100 topics 9-15 ms;
 # sent together, the requests took no longer in all (2 cores, 2026-11-29; bench/README.md).
 TOPICS_PER_REQUEST = 100
+DESCRIBE_TIMEOUT_S = 15.0  # a describe request's own timeout
+# Waiting for a future as long as its request's timeout can run out before librdkafka fails the request, and the
+# bare TimeoutError escaped the handlers (a worker died of it, in create_topics): every wait outlasts its request.
+ANSWER_GRACE_S = 5.0
 
 
 def _batches(topics: list[str]) -> list[list[str]]:
     return [topics[start:start + TOPICS_PER_REQUEST] for start in range(0, len(topics), TOPICS_PER_REQUEST)]
 
 
-def describe_topic_configs(admin: AdminClient, topics: list[str],
-                           timeout: float = 15.0) -> dict[ConfigResource, Future[dict[str, ConfigEntry]]]:
+def describe_topic_configs(admin: AdminClient, topics: list[str], timeout: float = DESCRIBE_TIMEOUT_S
+                           ) -> dict[ConfigResource, Future[dict[str, ConfigEntry]]]:
     """Each topic's configs, asked ``TOPICS_PER_REQUEST`` topics per request, all requests sent before any is waited
     for: a future per topic, as ``AdminClient.describe_configs`` gives them."""
     futures: dict[ConfigResource, Future[dict[str, ConfigEntry]]] = {}
@@ -54,8 +58,8 @@ def message_limits(admin: AdminClient, topics: list[str]) -> dict[str, int]:
     limits = {}
     for resource, future in describe_topic_configs(admin, topics).items():
         try:
-            entry = future.result(timeout=15).get("max.message.bytes")
-        except KafkaException:
+            entry = future.result(timeout=DESCRIBE_TIMEOUT_S + ANSWER_GRACE_S).get("max.message.bytes")
+        except (KafkaException, TimeoutError):
             continue  # unknown for now: records go to the target, which decides
         if entry is not None and entry.value and entry.value.isdigit():
             limits[resource.name] = int(entry.value)

@@ -15,7 +15,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from replicator.errors import ClusterError
-from replicator.kafka.topic_describes import describe_topic_configs
+from replicator.kafka.topic_describes import ANSWER_GRACE_S, DESCRIBE_TIMEOUT_S, describe_topic_configs
 from replicator.logs import listed
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,11 @@ def source_partitions(admin: AdminClient, timeout: float = 10.0) -> dict[str, in
 def _copied_configs(admin: AdminClient, topics: list[str]) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for resource, future in describe_topic_configs(admin, topics).items():
-        entries = future.result(timeout=15)
+        try:
+            entries = future.result(timeout=DESCRIBE_TIMEOUT_S + ANSWER_GRACE_S)
+        except TimeoutError:
+            raise ClusterError(f"cannot read the configs of source topic {resource.name}: no answer in "
+                               f"{DESCRIBE_TIMEOUT_S + ANSWER_GRACE_S:.0f} s", retriable=True) from None
         out[resource.name] = {
             k: e.value for k, e in entries.items() if k in COPIED_CONFIGS and not e.is_default and e.value
         }

@@ -69,8 +69,8 @@ def check_transactions(config: Config, route: RouteConfig, timeout: float = 5.0)
         if TRANSACTION_LOG in meta.topics or not meta.brokers:
             return
         broker = ConfigResource(ConfigResource.Type.BROKER, str(min(meta.brokers)))
-        entries = admin.describe_configs([broker], request_timeout=timeout)[broker].result(timeout=timeout)
-    except KafkaException:
+        entries = admin.describe_configs([broker], request_timeout=timeout)[broker].result(timeout=timeout + 5)
+    except (KafkaException, TimeoutError):
         return
     entry = entries.get("transaction.state.log.replication.factor")
     factor = int(entry.value) if entry is not None and str(entry.value).isdigit() else 0

@@ -8,12 +8,15 @@ loop that long.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from typing import Any, cast
 
 import pytest
 from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient, ConfigResource
 
+from replicator.errors import ClusterError
+from replicator.kafka import topic_describes, topics
 from replicator.kafka.topic_describes import TOPICS_PER_REQUEST, message_limits, topic_ids
 from replicator.kafka.topics import ensure_target_topics
 from replicator.testing import FakeKafka
@@ -73,3 +76,27 @@ def test_the_ids_of_many_topics_are_read_in_small_requests_leaving_out_a_deleted
     ids = topic_ids(cast(AdminClient, admin), names)
     assert ids == {n: str(kafka["source"].topics[n].topic_id) for n in names if n != "t150"}
     assert admin.requests == [TOPICS_PER_REQUEST, TOPICS_PER_REQUEST, TOPICS - 2 * TOPICS_PER_REQUEST]
+
+
+class _Unanswered(FakeAdmin):
+    """A FakeAdmin whose describe requests librdkafka never answers (nor fails) while the caller waits."""
+
+    def describe_configs(self, resources: list[ConfigResource], request_timeout: float = -1) -> Any:
+        return {resource: Future() for resource in resources}
+
+
+def test_configs_nobody_answers_are_a_retriable_error_for_new_replicas_and_an_unknown_limit(
+        kafka: FakeKafka, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the 100-pair exactly-once run (in create_topics, the same wait): a wait as long as the request's
+    own timeout could run out first, and its bare TimeoutError escaped the topic refresh's handlers. A replica to
+    make waits (a retriable ClusterError: the refresh tries again); a limit not known is left to the target."""
+    for module in (topic_describes, topics):
+        monkeypatch.setattr(module, "DESCRIBE_TIMEOUT_S", 0.05)
+        monkeypatch.setattr(module, "ANSWER_GRACE_S", 0.05)
+    kafka["source"].create_topic("t", 1)
+    source, target = _Unanswered({}, kafka["source"]), FakeAdmin({}, kafka["target"])
+    with pytest.raises(ClusterError) as raised:
+        ensure_target_topics(cast(AdminClient, source), cast(AdminClient, target), {"source.t": ("t", 1)})
+    assert raised.value.retriable and "configs of source topic t: no answer" in str(raised.value)
+    assert "source.t" not in kafka["target"].topics
+    assert message_limits(cast(AdminClient, source), ["t"]) == {}
