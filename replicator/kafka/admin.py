@@ -13,6 +13,11 @@ from replicator.errors import ClusterError
 from replicator.kafka import tls_probe
 from replicator.kafka.refusal import certificate_hint, refusal, speaks_tls_hint
 
+# A wait for an admin request's future outlasts the request's own timeout by this much: one as long as the request
+# could run out before librdkafka failed the request, and its bare TimeoutError escaped handlers that catch
+# KafkaException (a worker starting during a source restart died of it, in create_topics).
+ANSWER_GRACE_S = 5.0
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterMetadata:
@@ -133,9 +138,7 @@ def create_topics(
     created, problems, unanswered = [], [], False
     for name, future in client.create_topics(wanted, request_timeout=timeout).items():
         try:
-            # librdkafka fails the request itself after ``timeout``: the wait outlasts it, or a cluster that did
-            # not answer raised a bare TimeoutError (a worker starting during a source restart died of it).
-            future.result(timeout=timeout + 5)
+            future.result(timeout=timeout + ANSWER_GRACE_S)
             created.append(name)
         except KafkaException as exc:
             error = exc.args[0]
@@ -143,7 +146,7 @@ def create_topics(
                 problems.append(f"topic {name}: {error.str()}")
         except TimeoutError:
             unanswered = True
-            problems.append(f"topic {name}: no answer in {timeout + 5:.0f} s")
+            problems.append(f"topic {name}: no answer in {timeout + ANSWER_GRACE_S:.0f} s")
     if problems:
         raise ClusterError("; ".join(problems), retriable=unanswered)
     return sorted(created)

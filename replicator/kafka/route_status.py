@@ -16,7 +16,7 @@ from replicator.domain.partition_state import Facts, PartitionState, state_of
 from replicator.domain.route_topic import DesiredState
 from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError, ConfigError
-from replicator.kafka.admin import connected_admin
+from replicator.kafka.admin import ANSWER_GRACE_S, connected_admin
 from replicator.kafka.clients import admin_settings
 from replicator.kafka.group_offsets import Asked
 from replicator.kafka.groups import SETTLING
@@ -70,10 +70,10 @@ def route_status(config: Config, route: RouteConfig, timeout: float = 15.0) -> l
         committed = Asked((tp.topic, tp.partition) for tp in partitions).answers(
             config.cluster(route.source).client_properties(), group_id(route),
             f"route {route.name}: source {route.source!r}", timeout, patience=0.0)
-        end_of = {(tp.topic, tp.partition): f.result(timeout + 5).offset for tp, f in ends.items()}
+        end_of = {(tp.topic, tp.partition): f.result(timeout + ANSWER_GRACE_S).offset for tp, f in ends.items()}
     except TimeoutError:
-        raise ClusterError(f"route {route.name}: source {route.source!r}: no answer in {timeout + 5:.0f} s",
-                           retriable=True) from None
+        raise ClusterError(f"route {route.name}: source {route.source!r}: no answer in "
+                           f"{timeout + ANSWER_GRACE_S:.0f} s", retriable=True) from None
     except KafkaException as exc:
         error = exc.args[0]
         raise ClusterError(f"route {route.name}: source {route.source!r}: {error.str()}",

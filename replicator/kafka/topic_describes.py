@@ -12,13 +12,12 @@ from concurrent.futures import Future
 from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, ConfigEntry, ConfigResource, TopicDescription
 
+from replicator.kafka.admin import ANSWER_GRACE_S
+
 # The configs of 2,000 topics (some 40 entries each) in one answer held the GIL 74-95 ms, 100 topics 9-15 ms;
 # sent together, the requests took no longer in all (2 cores, 2026-11-29; bench/README.md).
 TOPICS_PER_REQUEST = 100
-DESCRIBE_TIMEOUT_S = 15.0  # a describe request's own timeout
-# Waiting for a future as long as its request's timeout can run out before librdkafka fails the request, and the
-# bare TimeoutError escaped the handlers (a worker died of it, in create_topics): every wait outlasts its request.
-ANSWER_GRACE_S = 5.0
+DESCRIBE_TIMEOUT_S = 15.0  # a describe request's own timeout (its wait: ANSWER_GRACE_S more)
 
 
 def _batches(topics: list[str]) -> list[list[str]]:

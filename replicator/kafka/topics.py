@@ -15,7 +15,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from replicator.errors import ClusterError
-from replicator.kafka.topic_describes import ANSWER_GRACE_S, DESCRIBE_TIMEOUT_S, describe_topic_configs
+from replicator.kafka.admin import ANSWER_GRACE_S
+from replicator.kafka.topic_describes import DESCRIBE_TIMEOUT_S, describe_topic_configs
 from replicator.logs import listed
 
 log = logging.getLogger(__name__)

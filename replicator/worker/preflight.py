@@ -14,7 +14,7 @@ from confluent_kafka.admin import ConfigResource
 from replicator.config import Config, RouteConfig
 from replicator.domain.naming import group_id, positions_group_id
 from replicator.errors import ClusterError, ConfigError, UsageError
-from replicator.kafka.admin import admin_client, cluster_metadata
+from replicator.kafka.admin import ANSWER_GRACE_S, admin_client, cluster_metadata
 from replicator.kafka.clients import admin_settings
 from replicator.kafka.group_members import active_members
 from replicator.kafka.groups import list_groups
@@ -69,7 +69,8 @@ def check_transactions(config: Config, route: RouteConfig, timeout: float = 5.0)
         if TRANSACTION_LOG in meta.topics or not meta.brokers:
             return
         broker = ConfigResource(ConfigResource.Type.BROKER, str(min(meta.brokers)))
-        entries = admin.describe_configs([broker], request_timeout=timeout)[broker].result(timeout=timeout + 5)
+        asked = admin.describe_configs([broker], request_timeout=timeout)[broker]
+        entries = asked.result(timeout=timeout + ANSWER_GRACE_S)
     except (KafkaException, TimeoutError):
         return
     entry = entries.get("transaction.state.log.replication.factor")
