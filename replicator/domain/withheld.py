@@ -128,12 +128,17 @@ class ReleaseWatch:
         """``member``'s client revoked ``partitions`` (handed them back) at ``now``."""
         self._since.update((key, (member, now)) for key in partitions)
 
-    def observe(self, member: str, awaited_by_others: Collection[Partition], now: float) -> list[Partition]:
+    def observe(self, member: str, awaited_by_others: Collection[Partition], held_by_others: Collection[Partition],
+                now: float) -> list[Partition]:
         """The partitions ``member`` released ``after`` s ago or more that another member still waits for (sorted;
-        empty: none). One released that long ago and not awaited was taken: it is watched no more. One released
-        more recently is kept whatever this look says (a look asked before the release says the member owns it).
-        What an earlier member released is forgotten."""
-        mine = {key: since for key, (by, since) in self._since.items() if by == member}
+        empty: none). One released that long ago and not awaited was taken: it is watched no more; so is one seen
+        held by another member at any look (the coordinator gives it to no one before it heard the release: the
+        long-form fault run saw a partition released, taken, and awaited again 23 s later in the next hand-over,
+        and the worker that had released it renewed itself for nothing). One released more recently is kept
+        otherwise (a look asked before the release says the member owns it). What an earlier member released is
+        forgotten."""
+        taken = set(held_by_others)
+        mine = {key: since for key, (by, since) in self._since.items() if by == member and key not in taken}
         overdue = sorted(key for key, since in mine.items() if now - since >= self.after and key in awaited_by_others)
         self._since = {key: (member, since) for key, since in mine.items() if now - since < self.after}
         return overdue

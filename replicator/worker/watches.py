@@ -167,7 +167,7 @@ class Watches(GroupMember):
             self.kept_watch.forget()
         now = time.monotonic()
         handed_over = self._handed_over()
-        unreleased = self.release_watch.observe(member.member, said.awaited_by_others, now)
+        unreleased = self.release_watch.observe(member.member, said.awaited_by_others, said.held_by_others, now)
         kept = self.kept_watch.observe(said.awaited_by_others, handed_over, now)
         overdue = self.withheld_watch.observe(said.given, said.held_by_others, handed_over, now)
         for watch in (self.kept_watch, self.withheld_watch):
