@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from replicator.worker.exactly_once import COMMIT_GIVE_UP_S
-from replicator.worker.route_worker import WorkerTimeouts
+from replicator.worker.timeouts import WorkerTimeouts
 from tests.compose_checks import Compose, Service, image_repo_and_tag, is_mirrorflow, services
 from tests.spark_checks import daemon_options, spark_daemons
 

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from replicator.config import parse_config
 from replicator.state.store import StateStore
 from replicator.testing import FakeKafka
-from replicator.worker.route_worker import RouteWorker, WorkerTimeouts
+from replicator.worker.route_worker import RouteWorker
+from replicator.worker.timeouts import WorkerTimeouts
 
 FAST = WorkerTimeouts(handover=2.0, shutdown=2.0, retry=0.05, backpressure_report=0.2, refresh=0.1, rejoin=0.05,
                       stalled=1.0, close=0.5, outage_hold=0.5, lag=0.3, assignment=0.3,

@@ -21,6 +21,8 @@ partition and where its position is kept (docs/exactly-once.md has the reasoning
 - After each commit the source group's offsets get a copy of the positions (as an
   at-least-once worker would have committed them), for ``status``, lag, checkpoints and
   failover, and so that switching the route back to at-least-once repeats nothing.
+
+The producer's life (started, lost, replaced) is ``transaction_producer``'s.
 """
 
 from __future__ import annotations
@@ -30,25 +32,22 @@ import logging
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from replicator.domain.commit_metadata import encode_note
 from replicator.domain.naming import positions_group_id
 from replicator.domain.positions import SourcePosition, decode_positions, encode_positions
-from replicator.errors import ConfigError
-from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, producer_settings
+from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory
 from replicator.state.transaction_counts import RunCounts
 from replicator.worker import metrics
 from replicator.worker.bounded import Hung, bounded
 from replicator.worker.callbacks import shielded
 from replicator.worker.dead_letter import REQUEST_LIMIT, TOPIC_LIMIT, DeadLetterError, DeadLetterWriter
-from replicator.worker.links import UNREACHABLE
 from replicator.worker.records import PURGED, TP
-from replicator.worker.route_worker import RouteFailed, WorkerTimeouts
-from replicator.worker.stall import discard
-from replicator.worker.target_member import TargetMember
+from replicator.worker.timeouts import WorkerTimeouts
+from replicator.worker.transaction_producer import TransactionProducer, producer_lost
 
 if TYPE_CHECKING:
     from replicator.config import Config, RouteConfig
@@ -56,14 +55,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# The producer's epoch is no longer the target's: its transaction timed out (the target was away longer than
-# transaction.timeout.ms) and the coordinator bumped the epoch, or another producer took this transactional id.
-PRODUCER_LOST = (KafkaError.INVALID_PRODUCER_EPOCH, KafkaError.PRODUCER_FENCED, KafkaError._FENCED)
-
-FENCINGS_ALLOWED = 5  # producers replaced this often within FENCING_WINDOW_S: another worker has this worker's id
-FENCING_WINDOW_S = 60.0
-INIT_TIMEOUT_S = 30.0  # init_transactions: finds the coordinator, fences an earlier producer of the same id
-REINIT_TIMEOUT_S = 5.0  # a replacement's start, tried again each turn while the target does not answer
 COUNTS_EVERY_S = 10.0  # this run's transaction counts go to the state link this often (stored by its next topic
 #   refresh, in the refresh's thread) and at the stop
 COMMIT_GIVE_UP_S = 15.0  # a commit retried this long is given up: the producer is replaced (librdkafka answered
@@ -73,36 +64,20 @@ COMMIT_TIMEOUT_S = 5.0  # send_offsets_to_transaction, commit_transaction, abort
 #   at the next turn (the loop must go on serving the member and the source meanwhile)
 
 
-def producer_lost(error: KafkaError) -> bool:
-    """The producer can no longer commit: fenced, its epoch gone, or fatal. A fatal producer's ``produce`` raises
-    _FATAL made from the code alone (its ``fatal()`` is False): the fault pairs stopped a worker on an offset
-    sync refused so, taken for a refusal of the sync. _STATE ("Erroneous state"): its transaction is in no state
-    to take records (librdkafka's own error doomed it, or an abort did not complete); the 100-pair exactly-once
-    run (seed 305, twice after a topic was created again) stopped workers on it, blaming the record."""
-    return error.fatal() or error.code() in (*PRODUCER_LOST, KafkaError._FATAL, KafkaError._STATE)
-
-
-class ExactlyOnceWorker(TargetMember):
+class ExactlyOnceWorker(TransactionProducer):
     """Replicates one exactly-once route until ``stop`` is set or an unrecoverable error occurs."""
 
     def __init__(self, config: Config, route: RouteConfig, store: StateStore | None = None,
                  batch_size: int = 2000, worker_id: str | None = None, clients: ClientFactory = KAFKA_CLIENTS,
                  timeouts: WorkerTimeouts | None = None) -> None:
         super().__init__(config, route, store, batch_size, worker_id, clients, timeouts or WorkerTimeouts())
-        self.identity = worker_id or uuid.uuid4().hex[:12]  # names the transactional id
         self.interval = route.transactions.interval_ms / 1000
         self.max_records = route.transactions.max_records
         self._open = False  # a transaction is begun and not yet committed or aborted
         self._opened_at = 0.0
         self._records = 0  # records handed to the producer in the open transaction
-        self._lost_producer: str | None = None  # why the producer can no longer commit (the loop replaces it)
-        self._lost_target: str | None = None  # the producer reported the target unreachable (see _doubt_producer)
-        self._fresh: Producer | None = None  # the replacement, until its init_transactions succeeded
-        self._hung = False  # a call on the current producer never returned: it is not to be purged or destroyed
         self._aborting = False  # our own abort_transaction runs: the purged records' reports are expected
         self._stopping = False  # the worker is on its way out
-        self._fencings: list[float] = []  # when producers were replaced for that
-        self._fenced = False  # the producer was lost while the target answered (counted in _fencings)
         self._moved: dict[TP, int] = {}  # source partition -> position, acknowledged in the transaction committing
         self._committing: dict[TP, tuple[int, str]] | None = None  # the positions of a commit under way
         self._retrying_since: float | None = None  # the commit under way answered "retry" first then
@@ -121,39 +96,6 @@ class ExactlyOnceWorker(TargetMember):
         """The main loop (``RouteWorker.run``), the route's guarantee shown on /metrics meanwhile."""
         metrics.GUARANTEE.labels(self.route.name, "exactly-once").set(1)
         super().run(stop)
-
-    def _producer_settings(self) -> dict[str, Any]:
-        return producer_settings(self.config, self.route, self.identity, on_delivery=self._on_delivery,
-                                 error_cb=self._on_producer_error)
-
-    def _new_producer(self) -> Producer:
-        producer = self.clients.producer(self._producer_settings())
-        try:
-            producer.init_transactions(INIT_TIMEOUT_S)
-        except KafkaException as exc:
-            raise self._cannot_transact(exc.args[0]) from None
-        self._open, self._committing, self._lost_target = False, None, None
-        return producer
-
-    def _cannot_transact(self, error: KafkaError) -> ConfigError | RouteFailed:
-        """The target refused (or never answered) the start of transactions: name the cluster and the cause."""
-        target = f"target cluster {self.route.target!r} ({self.config.cluster(self.route.target).bootstrap_servers})"
-        tid = f"mirrorflow-{self.route.name}-{self.identity}"
-        if error.code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
-            return ConfigError(f"route {self.route.name}: {target} refuses transactional id {tid!r}: grant WRITE and "
-                               "DESCRIBE on TransactionalId (prefix mirrorflow-<route>-) to the route's principal")
-        if error.code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
-            return ConfigError(f"route {self.route.name}: {target} refuses idempotent writes: grant IDEMPOTENT_WRITE "
-                               "on the cluster to the route's principal")
-        if error.code() in (KafkaError._TIMED_OUT, KafkaError.COORDINATOR_NOT_AVAILABLE):
-            return ConfigError(f"route {self.route.name}: {target} cannot run transactions: no transaction "
-                               f"coordinator answered in {INIT_TIMEOUT_S:.0f} s (does it have as many brokers as its "
-                               "transaction.state.log.replication.factor, and transaction.state.log.min.isr of them "
-                               "up?) - guarantee exactly-once needs them")
-        if error.code() == KafkaError.INVALID_TRANSACTION_TIMEOUT:
-            return ConfigError(f"route {self.route.name}: {target} refuses the producer's transaction.timeout.ms: "
-                               "it must not exceed the brokers' transaction.max.timeout.ms")
-        return RouteFailed(f"route {self.route.name}: {target}: transactions could not start: {error.str()}")
 
     # -- transactions ----------------------------------------------------------------
 
@@ -242,15 +184,6 @@ class ExactlyOnceWorker(TargetMember):
         if self._open:
             self._abort(f"{left} records not acknowledged by the target in time" if left else
                         "internal error" if self.unsafe else "the commit did not go through in time")
-
-    def _doubt_producer(self) -> None:
-        """A producer that lost the target (and found it again) is not asked to commit: after the coordinators
-        went away librdkafka's ``send_offsets_to_transaction`` may never return (#5456, #5511; the fault
-        harness: 19 of 19 target restarts and kills), and waiting out ``bounded``'s deadline held the copy
-        7 s more. A new producer copies again from the last commit instead: what the open transaction held
-        (its interval's records) is copied twice on the target, aborted once, visible once."""
-        if self._lost_target is not None and self._lost_producer is None:
-            self._lost_producer = f"it lost the target during the transaction ({self._lost_target})"
 
     def _commit_transaction(self) -> None:
         """Send the positions and commit; a commit that timed out is tried again with the same positions (the
@@ -355,87 +288,6 @@ class ExactlyOnceWorker(TargetMember):
                     f"{positions_group_id(self.route)!r} and on the route's target topics to the route's principal")
         return None
 
-    def _producer_hung(self, what: str) -> None:
-        """A transactional call never returned (librdkafka, see ``bounded``): the producer is replaced."""
-        if self._lost_producer is None:
-            self._lost_producer = f"{what} (librdkafka did not answer; the producer is replaced)"
-        self._hung = True
-
-    def _producer_lost(self, error: KafkaError) -> None:
-        """The producer cannot commit any more (fenced, or its transaction timed out): noted, replaced by the
-        loop; its open transaction is aborted by the target, nothing of it is visible."""
-        if self._lost_producer is None:
-            self._lost_producer = f"{error.name()}: {error.str()}"
-            # Lost while the target answered: maybe another worker runs with this id. After the target was away
-            # it is its transaction timed out (the epoch bumped), not a duplicate: not counted.
-            self._fenced = self._lost_target is None
-
-    def _watch_producer(self) -> None:
-        self._watch_acks()
-        if self._lost_producer is not None:
-            self._replace_producer()
-        else:
-            super()._watch_producer()
-
-    def _watch_acks(self) -> None:
-        """A due commit waits for what is in flight, and the source is not read meanwhile. No report at all for
-        ``timeouts.acks_due`` s while the target answers: the producer is lost. Found by the exactly-once fault
-        pairs (a worker leaving while the target was frozen): after the thaw AddPartitionsToTxn answered "not
-        coordinator", and librdkafka found "no brokers available for transactions" for as long as it was let
-        (30 s, until the stuck watch renewed every client of the worker, the consumer and its group's member
-        too, saying the consumer no longer fetched)."""
-        if self._lost_producer is None and self._due() and len(self.producer) \
-                and self.producer_watch.due(self.timeouts.acks_due) and self.subscription.target_answers():
-            self._lost_producer = (f"its commit waited {self.producer_watch.silent_for():.0f} s for acknowledgements "
-                                   f"of {len(self.producer)} records while the target answers")
-
-    def _fetch_held(self) -> bool:
-        return self._due()  # a due commit takes no records until what is in flight is acknowledged
-
-    def _replace_producer(self) -> None:
-        """A new producer (its init_transactions takes the transactional id over) copies again from the last
-        commit; while the target does not answer, its start is tried again each turn. Fenced over and over:
-        another worker runs with this worker's id, and the route stops."""
-        if self._fresh is None:
-            reason = self._lost_producer or "fenced"
-            now = time.monotonic()
-            self._fencings = [t for t in self._fencings if now - t < FENCING_WINDOW_S] + [now] * self._fenced
-            self._fenced = False
-            if len(self._fencings) > FENCINGS_ALLOWED:
-                if self.failure is None:
-                    self.failure = (f"the target fenced this worker's producer {len(self._fencings)} times in "
-                                    f"{FENCING_WINDOW_S:.0f} s: another worker uses transactional id "
-                                    f"mirrorflow-{self.route.name}-{self.identity} (the same --worker-id?); {reason}")
-                    log.error("route stops route=%s reason=%r", self.route.name, self.failure)
-                return
-            log.warning("producer replaced, a new one copies again from the last commit (nothing of the open "
-                        "transaction is visible) route=%s reason=%r", self.route.name, reason)
-            keys = self._give_up_open()
-            if self._producer is not None and not self._hung:
-                discard(self._producer)  # (one a call hangs in stays with that call: destroying it may hang too)
-            self._hung = False
-            self._producer = self._fresh = self.clients.producer(self._producer_settings())
-            self._back_to_committed(keys)
-        fresh = self._fresh
-        try:
-            bounded("init_transactions", lambda: fresh.init_transactions(REINIT_TIMEOUT_S), REINIT_TIMEOUT_S)
-        except Hung as exc:  # left with its call; another new one is started at the next turn
-            self.links.trouble("starting transactions", exc)
-            self._producer = self._fresh = self.clients.producer(self._producer_settings())
-            return
-        except KafkaException as exc:
-            error = exc.args[0]
-            if error.retriable() or error.code() in (KafkaError._TIMED_OUT, KafkaError.COORDINATOR_NOT_AVAILABLE):
-                self.links.trouble("starting transactions", exc)  # the target away: tried again next turn
-            elif self.failure is None:
-                self.failure = str(self._cannot_transact(error))
-            return
-        self.links.clear("starting transactions")
-        self._fresh, self._lost_producer, self._lost_target = None, None, None
-
-    def _producer_failed(self, error: KafkaError) -> None:
-        self._producer_lost(error)  # fenced (poll raises it): a new producer copies again from the last commit
-
     def _sync_not_produced(self, error: KafkaError) -> None:
         if producer_lost(error):
             self._producer_lost(error)  # the loop replaces the producer; the syncs go with the copy again
@@ -464,17 +316,6 @@ class ExactlyOnceWorker(TargetMember):
                 self._producer_lost(error)
             return
         super()._on_delivery(error, message)
-
-    @shielded("target error")
-    def _on_producer_error(self, error: KafkaError) -> None:
-        """The producer's errors: a fatal one (fenced: librdkafka reports it as _FATAL) means a new producer,
-        which copies again from the last commit; the rest as the target's."""
-        if producer_lost(error):
-            self._producer_lost(error)
-            return
-        if error.code() in UNREACHABLE and self._lost_target is None:
-            self._lost_target = error.str()
-        super()._on_target_error(error)
 
     def _abort(self, reason: str) -> None:
         """Abort what is open: every owned partition goes back to its last committed position."""

@@ -1,10 +1,8 @@
 """A route worker's side of the consumer group: joining (and joining again while a crashed process still
-holds this worker's id), renewing the consumer, taking partitions, placing them, handing them over.
+holds this worker's id), renewing the consumer, taking partitions, handing them over.
 
 Callbacks served by ``consume`` only record facts and take or release partitions; the
-network calls that position a new partition (committed offset, watermarks, topic ids)
-run in the loop (``place``), retried while the source does not answer, so a slow or
-restarting source delays a partition but never raises inside librdkafka.
+network calls that position a new partition run in the loop (``placing``).
 """
 
 from __future__ import annotations
@@ -19,25 +17,19 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 
 from replicator.domain.commit_metadata import encode_note
 from replicator.domain.offset_sync import encode_sync
-from replicator.errors import ClusterError
 from replicator.kafka.clients import close_within
 from replicator.logs import listed
 from replicator.worker import metrics
-from replicator.worker.assignment import PLACEHOLDER, fetch_from
+from replicator.worker.assignment import PLACEHOLDER
 from replicator.worker.callbacks import shielded
 from replicator.worker.records import TP, failed_without_error
 
-# A partition whose committed position is past its log's end is placed again this much later (see _hold_resets).
-RESET_RECHECK_S = 2.0
-
 if TYPE_CHECKING:
     from replicator.config import RouteConfig
-    from replicator.domain.stuck import StuckWatch
-    from replicator.worker.assignment import Committed, Positioner
     from replicator.worker.inflight import InFlight
     from replicator.worker.links import Links
-    from replicator.worker.route_worker import WorkerTimeouts
     from replicator.worker.subscription import Subscription
+    from replicator.worker.timeouts import WorkerTimeouts
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +41,6 @@ class GroupMember(ABC):
     route: RouteConfig
     timeouts: WorkerTimeouts
     subscription: Subscription
-    positioner: Positioner
     inflight: InFlight
     links: Links
     unplaced: set[TP]
@@ -58,11 +49,9 @@ class GroupMember(ABC):
     topic_id_of: dict[TP, str]
     paused: bool  # the whole assignment, by a full producer queue
     paused_topics: frozenset[str]  # by the operator (``mirrorflow topics pause``): subscribed, not fetched
-    stuck_watch: StuckWatch
     failure: str | None
     unsafe: bool
     _retry_at: float
-    placing_failed_since: float | None  # placing has failed since then (None: it works)
     id_held_since: float | None
     worker_id: str | None
     label: str  # how the worker is named as an owner: ``--worker-id@host:pid`` (``route_worker.worker_label``)
@@ -71,7 +60,6 @@ class GroupMember(ABC):
     _consumer: Consumer | None
     _producer: Producer | None
     _abandoned: set[int]  # ids of clients whose close did not return (left behind): their late callbacks ignored
-    reset_rechecked: set[TP]  # committed past their log's end, held once (see ``_hold_resets``): placed next time
     renewing: bool  # the source consumer is being closed to be replaced (see ``_renew_consumer``)
     purged_reports: int  # reports of records the producer dropped unsent, served so far
 
@@ -217,134 +205,6 @@ class GroupMember(ABC):
         seen, self._recreations_seen = self._recreations_seen, self.subscription.recreations
         if self.subscription.recreations > seen:
             self._renew_consumer("a source topic was deleted and created again")
-
-    # -- placing assigned partitions ---------------------------------------------
-
-    def _place(self) -> None:
-        """Position the partitions assigned since the last call (and recover fallen-off ones)."""
-        consumer = self.consumer
-        try:
-            self._recover_resets(consumer)
-            keys = sorted(self.unplaced)
-            if not keys:
-                return
-            ids = self.subscription.describe_ids(sorted({t for t, _ in keys}))
-            placed = self.positioner.place(consumer, [TopicPartition(t, p) for t, p in keys], ids,
-                                           self.subscription.watermarks, self._committed_reader())
-        except (ClusterError, KafkaException) as exc:
-            self._placing_failed(exc)
-            return
-        self.links.clear("placing assigned partitions")
-        self.placing_failed_since = None
-        self.failure = self.failure or self.positioner.failure
-        placed = self._hold_resets(placed)
-        started = [tp for tp in placed if self._start(consumer, tp, ids)]
-        if started and self.id_held_since is not None:
-            log.warning("worker id released: joined the group route=%s waited_s=%.1f", self.route.name,
-                        time.monotonic() - self.id_held_since)
-            self.id_held_since = None
-        fetching = self._may_fetch(started)
-        if fetching and not self.paused and self.failure is None:  # on_data_loss: fail copies nothing past the gap
-            consumer.resume(fetching)
-        if started:
-            # What a worker found these in is over now -- but a stuck one placed again by this worker stays STUCK
-            # until it fetches (domain.stuck): a remedy that does not cure it must not clear it.
-            self.subscription.state.placed([(tp.topic, tp.partition) for tp in started],
-                                           keep_state=set(self.stuck_watch.stuck()))
-            metrics.ASSIGNED.labels(self.route.name).set(len(self.inflight.ledgers))
-            log.info("placed route=%s partitions=%s", self.route.name,
-                     listed(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in started))
-
-    def _hold_resets(self, placed: list[TopicPartition]) -> list[TopicPartition]:
-        """Those of ``placed`` to start now. One whose committed position is past its log's end (the topic was
-        deleted and created again, or truncated) waits for one more placement, RESET_RECHECK_S later, after a
-        look at the topics: right after a topic is created again the brokers may still describe it by the
-        deleted one's id, and records of the new topic copied under that id would be taken for the deleted
-        topic's and copied again (the exactly-once fault run found 8 and 16 duplicates so)."""
-        suspect = {key for key in self.positioner.reset if key not in self.reset_rechecked}
-        if not suspect:
-            return placed
-        self.reset_rechecked |= suspect
-        self.subscription.force_refresh()
-        self._retry_at = time.monotonic() + RESET_RECHECK_S
-        return [tp for tp in placed if (tp.topic, tp.partition) not in suspect]
-
-    def _placing_failed(self, exc: Exception) -> None:
-        """Placing failed: said once, tried again shortly; since when it fails is kept (see ``_watch_placing``)."""
-        self.links.trouble("placing assigned partitions", exc)
-        now = time.monotonic()
-        self._retry_at = now + self.timeouts.retry
-        if self.placing_failed_since is None:
-            self.placing_failed_since = now
-
-    def _may_fetch(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
-        """Those of ``partitions`` whose topic the operator has not paused."""
-        return [tp for tp in partitions if tp.topic not in self.paused_topics]
-
-    def _follow_pauses(self, topics: frozenset[str]) -> None:
-        """Pause the owned partitions of topics the operator paused, resume those of topics resumed: no
-        rebalance, the group keeps every partition where it is. A paused partition's prefetched records are
-        dropped by librdkafka and fetched again on resume: nothing skipped."""
-        if self._consumer is None:
-            self.paused_topics = topics
-            return
-        newly, lifted = topics - self.paused_topics, self.paused_topics - topics
-        self.paused_topics = topics
-        consumer = self.consumer
-        assigned = consumer.assignment()
-        metrics.PAUSED.labels(self.route.name).set(sum(tp.topic in topics for tp in assigned))
-        stop = [tp for tp in assigned if tp.topic in newly]
-        go = [tp for tp in assigned if tp.topic in lifted and (tp.topic, tp.partition) not in self.unplaced]
-        if stop:
-            consumer.pause(stop)
-        if go and not self.paused and self.failure is None:
-            consumer.resume(go)
-        for what, changed, partitions in (("paused", newly, stop), ("resumed", lifted, go)):
-            if changed:
-                log.info("topics %s by the operator route=%s topics=%s partitions=%d", what, self.route.name,
-                         ",".join(sorted(changed)), len(partitions))
-
-    def _fetch_from(self, consumer: Consumer, tp: TopicPartition) -> None:
-        """Make the consumer fetch ``tp`` from its placed offset (assigned paused by ``_on_assign``)."""
-        fetch_from(consumer, tp)
-        if self.paused or tp.topic in self.paused_topics:  # assigned afresh (after a reset error), it would fetch
-            consumer.pause([TopicPartition(tp.topic, tp.partition)])
-
-    def _committed_reader(self) -> Committed | None:
-        """Where placing reads the committed positions: None, the source group's."""
-        return None
-
-    def _start(self, consumer: Consumer, tp: TopicPartition, ids: dict[str, str]) -> bool:
-        key = (tp.topic, tp.partition)
-        try:
-            self._fetch_from(consumer, tp)
-        except KafkaException as exc:
-            self._placing_failed(exc)
-            return False
-        self.unplaced.discard(key)
-        self.reset_rechecked.discard(key)
-        self.inflight.open(key, tp.offset if tp.offset >= 0 else None)
-        if tp.topic in ids:
-            self.topic_id_of[key] = ids[tp.topic]
-        return True
-
-    def _recover_resets(self, consumer: Consumer) -> None:
-        self.positioner.reset = set()
-        for key in sorted(self.resets):
-            ledger = self.inflight.ledgers.get(key)
-            position = ledger.resume_from() if ledger is not None else None
-            moved_to = self.positioner.recover(consumer, key, position)
-            self.failure = self.failure or self.positioner.failure
-            if moved_to is not None and ledger is not None:
-                ledger.moved_to(moved_to)
-            self.resets.discard(key)
-            self.subscription.force_refresh()
-            if key in self.positioner.reset:  # past its log's end: placed afresh, its topic's id read again
-                self._start_over({key}, "a partition's position is past its log's end (its topic created again, "
-                                        "or truncated): placing it afresh")
-                continue
-            if self.paused or key[0] in self.paused_topics:  # a partition assigned afresh fetches
-                consumer.pause([TopicPartition(*key)])
 
     # -- rebalance (callbacks served by consume) -----------------------------------
 

@@ -28,7 +28,6 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -36,8 +35,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from replicator.config import Config, RouteConfig
 from replicator.domain.dead_letter import may_not_fit, record_size
 from replicator.domain.inflight import PartitionLedger
-from replicator.domain.offset_sync import decode_sync
-from replicator.domain.outage import HOLD_AFTER_S, OutageWatch
+from replicator.domain.outage import OutageWatch
 from replicator.domain.partition_state import PartitionState
 from replicator.domain.provenance import should_skip, with_origin, without_origin
 from replicator.domain.rate_limit import TokenBucket, share
@@ -53,44 +51,27 @@ from replicator.kafka.clients import (
 )
 from replicator.worker import metrics
 from replicator.worker.assignment import Positioner
-from replicator.worker.callbacks import shielded
+from replicator.worker.client_events import NOT_THERE, ClientEvents
 from replicator.worker.dead_letter import DeadLetterError, DeadLetterWriter
 from replicator.worker.heartbeat import HeartbeatEmitter
 from replicator.worker.inflight import InFlight
-from replicator.worker.links import Links, group_out_of_reach
+from replicator.worker.links import Links
 from replicator.worker.logins import Logins
 from replicator.worker.records import (
-    PURGED,
     TP,
-    error_of,
-    event_partition,
-    failed_without_error,
     for_producer,
     headers_of,
     key_of,
     offset_of,
 )
-from replicator.worker.refusals import describe_refusal
 from replicator.worker.stall import LoopWatch, ProducerWatch, discard
-from replicator.worker.subscription import REFRESH_SECONDS, Look, Membership, SourceSilent, Subscription
-from replicator.worker.watches import Watches
+from replicator.worker.subscription import Look, Membership, SourceSilent, Subscription
+from replicator.worker.timeouts import WorkerTimeouts
 
 if TYPE_CHECKING:
     from replicator.state.store import StateStore
 
 log = logging.getLogger(__name__)
-
-# The target partition (or topic) is not in the producer's metadata: a partition just added, metadata that went
-# back for a moment, a topic being created again. Transient: the records are copied again once it is there.
-NOT_THERE = (KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC)
-# A delivery failed unwritten because the target topic went away: "not there", or the records librdkafka had
-# queued for a deleted (or re-created) topic, purged with _DESTROY. Copied again once the topic is back. (The
-# records of a producer we replace are purged too, but its reports are never served: see stall.discard.)
-# UNKNOWN_TOPIC_OR_PART: a topic the target's metadata has not shown for topic.metadata.propagation.max.ms
-# (30 s) -- a replica just created on a broker still busy creating thousands of others' logs -- has its
-# queued records failed with the broker's error (the scale bench: 2,000 new replicas, the route stopped).
-NOT_WRITTEN = (*NOT_THERE, KafkaError._DESTROY, KafkaError.UNKNOWN_TOPIC_OR_PART)
-
 
 def worker_label(worker_id: str | None) -> str:
     """How a worker is named as the owner of its partitions: its ``--worker-id`` (if any), host and process."""
@@ -102,45 +83,13 @@ class RouteFailed(MirrorFlowError):
     """The route stopped on an error it must not ride over (it names topic, partition, offset)."""
 
 
-@dataclass(frozen=True, slots=True)
-class WorkerTimeouts:
-    """How long the worker waits for what (seconds)."""
-
-    handover: float = 10.0  # a revocation waits this long for the target to acknowledge what is in flight
-    shutdown: float = 30.0  # a stop waits this long, then commits what was acknowledged
-    retry: float = 1.0  # between attempts to place partitions while the source does not answer
-    backpressure_report: float = 5.0  # a source paused longer than this by a full queue is logged
-    refresh: float = REFRESH_SECONDS  # between looks at the source's topics
-    rejoin: float = 2.0  # between attempts to join while the group still holds this worker's id
-    stalled: float = 60.0  # no delivery report this long while the target answers: the producer is replaced
-    # Between reads of the owned partitions' ends (the lag gauges, stuck partitions): one ListOffsets of every
-    # one, whose thousands of futures confluent-kafka resolves in Python. Read at each 5 s look, they and the
-    # watches over them were a fifth of an idle worker's CPU at 2,000 partitions (5.5-6.0 % of a core, 4.3-4.7 %
-    # read every 10 s; bench/README.md).
-    lag: float = 10.0
-    # How often a worker asks its group's coordinator what it gave it (domain.withheld); a child process asks
-    # (kafka.group_members: librdkafka can abort the process that asks), ~0.15 s of CPU each time.
-    assignment: float = 60.0
-    # For a minute after this worker's assignment changed (a rebalance, new clients), it asks every this many s:
-    # the withheld partitions the fault harness found came in the middle of rebalances (seed 44's pairs: two, found
-    # by the once-a-minute ask after 80 s).
-    assignment_soon: float = 10.0
-    # Every owned partition's fetch position still this long (stuck_after, if shorter) with records past it: the
-    # consumer no longer fetches (librdkafka #5153, after a source restart), new clients (worker/watches.py).
-    client_still: float = 30.0
-    # Exactly-once: a due commit waits for what is in flight; no report at all this long while the target answers
-    # (librdkafka's producer lost the transaction coordinator and never found it again), the producer is replaced.
-    acks_due: float = 30.0
-    close: float = 10.0  # a client that stopped getting answers is given this long to close, then left behind
-    outage_hold: float = HOLD_AFTER_S  # the source out of reach this long: copying held until the worker rejoins
-
-
-class RouteWorker(Watches):
+class RouteWorker(ClientEvents):
     """Replicates one route until ``stop`` is set or an unrecoverable error occurs."""
 
     def __init__(self, config: Config, route: RouteConfig, store: StateStore | None = None,
                  batch_size: int = 2000, worker_id: str | None = None, clients: ClientFactory = KAFKA_CLIENTS,
-                 timeouts: WorkerTimeouts = WorkerTimeouts()) -> None:
+                 timeouts: WorkerTimeouts | None = None) -> None:
+        timeouts = timeouts or WorkerTimeouts()
         self.config, self.route, self.batch_size, self.worker_id = config, route, batch_size, worker_id
         self.logins = Logins(config)  # passwords rotated in their files reach the clients below
         clients = self.logins.factory(clients)
@@ -162,7 +111,7 @@ class RouteWorker(Watches):
         self.resets: set[TP] = set()  # fell off the log; their recovery is still to be done
         self.backlog: deque[Message] = deque()
         self.paused = False  # the whole assignment, by a full producer queue
-        self.paused_topics: frozenset[str] = frozenset()  # by the operator: see GroupMember._follow_pauses
+        self.paused_topics: frozenset[str] = frozenset()  # by the operator: see Placing._follow_pauses
         limit = route.max_bytes_per_second
         self.limiter = None if limit is None else TokenBucket.full(limit, time.monotonic())
         self.throttled = False  # paused by the rate limit (not by a full queue)
@@ -190,7 +139,7 @@ class RouteWorker(Watches):
         self._consumer: Consumer | None = None
         self._rejoin_at: float | None = None  # when to replace a consumer the group refused (worker id held)
         self._abandoned: set[int] = set()  # clients left behind still closing (see GroupMember._close_client)
-        self.reset_rechecked: set[TP] = set()  # see GroupMember._hold_resets
+        self.reset_rechecked: set[TP] = set()  # see Placing._hold_resets
         self.renewing = False  # see GroupMember._renew_consumer
         self._recreations_seen = 0
         self._target_checked_at = 0.0
@@ -513,127 +462,6 @@ class RouteWorker(Watches):
             self._producer = self._new_producer()
             self.producer_watch.idle()
             discard(producer)
-
-    # -- delivery reports (callbacks: they only record facts) ---------------------
-
-    @shielded("delivery report")
-    def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
-        self.producer_watch.reported()
-        if error is not None and error.code() in PURGED:
-            self.purged_reports += 1
-        topic, partition = key_of(message)
-        if topic == self.subscription.sync_topic:
-            self._on_sync_delivery(error, message)
-            return
-        source_topic = self.inflight.source_topic(topic, partition, self.subscription.source_of, self.merged)
-        key = (source_topic or "", partition)
-        ledger, live = self.inflight.ledger_of_report(key)
-        if ledger is None or not len(ledger):
-            metrics.ERRORS.labels(self.route.name, "unmatched_report").inc()
-            return
-        if not live:
-            ledger.delivered()  # a record of a partition handed over meanwhile: settled, commits nothing
-            return
-        if error is not None and error.code() in NOT_WRITTEN:
-            ledger.block(ledger.delivered())  # not written: never commit at or past it; the loop copies it again
-            self.replays.add(key)
-            return
-        if error is not None:
-            if error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
-                self._sizes[ledger.peek()] = len(message.value() or b"") + len(message.key() or b"")
-            self._fail_delivery(error, key, ledger)
-            return
-        self.links.up("target")
-        source_offset = self.inflight.delivered(key, ledger, message.offset())
-        self.meter.records[key[0]] += 1
-        self.meter.bytes[key[0]] += len(message)  # value length, without copying the value
-        if source_offset % 64 == 0:
-            kind, ts = message.timestamp()
-            if kind and ts > 0:
-                metrics.LATENCY.labels(self.route.name).observe(max(0.0, time.time() - ts / 1000))
-
-    def _on_sync_delivery(self, error: KafkaError | None, message: Message) -> None:
-        run = decode_sync(message.key() or b"", message.value() or b"")
-        if error is not None and error.code() in PURGED:  # dropped unsent (``_drop_unsent``): it goes again
-            self.inflight.sync_purged(run)
-            return
-        if error is not None:
-            self.failure = f"offset sync for {run.start.topic}[{run.start.partition}] not written: {error.str()}"
-            return
-        self.inflight.sync_delivered(run)
-
-    def _fail_delivery(self, error: KafkaError, key: TP, ledger: PartitionLedger) -> None:
-        """Stop the route: never commit at or past the refused record (a refused batch
-        fails every record in it), and name the record at fault."""
-        metrics.ERRORS.labels(self.route.name, error.name()).inc()
-        offset = ledger.delivered()
-        ledger.block(offset)  # later records may still be acked: the commit must not pass this one
-        self.refused.append((offset, error))
-        if self.failure is None:
-            log.error("target refused records route=%s topic=%s partition=%s first_offset=%s error=%s",
-                      self.route.name, key[0], key[1], offset, error.name())
-        first, first_error = self.refused[0]
-        self.failure = describe_refusal(f"{key[0]}[{key[1]}]", first, first_error, self._sizes,
-                                        self.subscription.limit_of.get(key[0]))
-
-    # -- errors and statistics ----------------------------------------------------
-
-    def callback_failed(self, name: str, exc: Exception) -> None:
-        """A callback raised (a bug): stop, commit nothing more, say why in one line. Except a fatal error of the
-        producer, which confluent-kafka may raise inside a callback it serves (seen in the fault harness): that is
-        the producer failing (``_producer_failed``), wherever it comes out of a delivery report; and a SystemError
-        there, the state in which poll and flush fail without an error (see ``_serve_producer``): a report's first
-        call into the library found an exception already set (overlap-eos-29: "<method 'fatal' of ...> returned a
-        result with an exception set")."""
-        log.debug("callback failed route=%s callback=%s", self.route.name, name, exc_info=exc)
-        if name == "delivery report" and isinstance(exc, KafkaException) and exc.args \
-                and isinstance(exc.args[0], KafkaError) and exc.args[0].fatal():
-            self._producer_failed(exc.args[0])
-            return
-        if name == "delivery report" and isinstance(exc, SystemError):
-            self._producer_failed(failed_without_error(exc))
-            return
-        self.unsafe = True
-        if self.failure is None:
-            self.failure = f"internal error in the {name} callback: {type(exc).__name__}: {exc}"
-            log.error("route stops route=%s reason=%r", self.route.name, self.failure)
-
-    def _on_consume_error(self, message: Message) -> None:
-        error = error_of(message)
-        key = event_partition(message)  # None for an event of the whole client (a fatal error, say)
-        metrics.ERRORS.labels(self.route.name, error.name()).inc()
-        if error.code() == KafkaError._AUTO_OFFSET_RESET:
-            if key is not None and self.inflight.owns(key):  # unplaced ones are positioned by _place anyway
-                self.resets.add(key)
-                self._retry_at = 0.0
-        elif error.fatal() or error.code() == KafkaError._FATAL:
-            self._consumer_failed(error)
-        elif error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-            self.subscription.force_refresh()
-        else:
-            log.warning("source error route=%s error=%s", self.route.name, error.str())
-
-    @shielded("source error")
-    def _on_source_error(self, error: KafkaError) -> None:
-        if error.code() == KafkaError._AUTHENTICATION:
-            self.logins.refused(self.route.source)
-        if group_out_of_reach(error):
-            self.outage.unreachable(time.monotonic())
-        if self.links.error("source", error) is not None:
-            self._consumer_failed(error)  # fatal: a held worker id is waited for, anything else stops
-
-    @shielded("target error")
-    def _on_target_error(self, error: KafkaError) -> None:
-        if error.code() == KafkaError._AUTHENTICATION:
-            self.logins.refused(self.route.target)
-        self.failure = self.links.error("target", error) or self.failure
-
-    @shielded("commit")
-    def _on_commit(self, error: KafkaError | None, _partitions: list[TopicPartition]) -> None:
-        if error is None:  # the group's coordinator took it: the source answers this worker's membership
-            self.outage.answers(time.monotonic())
-        ok = error is None or error.code() == KafkaError._NO_OFFSET
-        metrics.COMMITS.labels(self.route.name, "ok" if ok else "failed").inc()
 
     def _last_reports(self) -> None:
         """What the worker stores in the state DB as it stops (the link then tries once more to store what it

@@ -27,8 +27,9 @@ from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, membership_se
 from replicator.logs import listed
 from replicator.worker.callbacks import shielded
 from replicator.worker.records import TP
-from replicator.worker.route_worker import RouteWorker, WorkerTimeouts
+from replicator.worker.route_worker import RouteWorker
 from replicator.worker.subscription import Membership
+from replicator.worker.timeouts import WorkerTimeouts
 
 if TYPE_CHECKING:
     from concurrent.futures import Future

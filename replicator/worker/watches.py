@@ -16,7 +16,7 @@ from replicator.domain.stuck import Moving, Remedy, Stuck
 from replicator.domain.withheld import GroupSays, KeptWatch, ReleaseWatch, WithheldWatch
 from replicator.logs import listed
 from replicator.worker import metrics
-from replicator.worker.group_member import GroupMember
+from replicator.worker.placing import Placing
 from replicator.worker.records import TP
 from replicator.worker.subscription import Membership
 
@@ -37,9 +37,9 @@ LAG_SLICE = 250  # partitions whose lag gauge one loop turn updates (``_publish_
 STILL_MIN_S = 2.0  # a process standing still less long is a busy machine's scheduling, not a freeze
 
 
-class Watches(GroupMember):
+class Watches(Placing):
     """RouteWorker's base: the watches its loop runs. The attributes below are the worker's (set in its
-    ``__init__``), beside GroupMember's."""
+    ``__init__``), beside Placing's and GroupMember's."""
 
     outage: OutageWatch
     holding: str | None  # why copying is held until the worker joins the group anew

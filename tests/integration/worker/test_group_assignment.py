@@ -13,7 +13,8 @@ from replicator.config import load_config
 from replicator.domain.withheld import GroupSays
 from replicator.kafka.admin import create_topics
 from replicator.kafka.group_members import member_assignment
-from replicator.worker.route_worker import RouteWorker, WorkerTimeouts
+from replicator.worker.route_worker import RouteWorker
+from replicator.worker.timeouts import WorkerTimeouts
 from tests.kafka_io import leave_group
 from tests.records import write_config
 

@@ -363,7 +363,7 @@ def test_a_hand_over_commits_the_leaving_partitions_so_the_new_owner_repeats_not
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
     """b joins while a's open transaction holds unacknowledged records of every partition (the target
     acknowledges nothing meanwhile, so only the revocation can commit them): b resumes after them."""
-    caplog.set_level(logging.INFO, logger="replicator.worker.group_member")
+    caplog.set_level(logging.INFO, logger="replicator.worker.placing")
     produce(kafka["source"], 100)
     a = eos_worker(kafka, "a")
     wait_until(lambda: all_visible(kafka, 100) and positions_at(kafka, 100), what="the first copy", alive=(a,))

@@ -18,7 +18,7 @@ from replicator.state.repository import partition_owners, partition_states, regi
 from replicator.state.store import StateStore
 from replicator.testing import FakeKafka
 from replicator.testing.cluster import FakeCluster
-from replicator.worker.route_worker import WorkerTimeouts
+from replicator.worker.timeouts import WorkerTimeouts
 from tests.fake_route import FAST, WorkerThread, route_config, topic_found_while_the_id_is_held, wait_until
 
 TOPIC, REPLICA, PARTITIONS = "orders", "source.orders", 4
