@@ -81,7 +81,9 @@ class ExactlyOnceWorker(TransactionProducer):
         self._moved: dict[TP, int] = {}  # source partition -> position, acknowledged in the transaction committing
         self._committing: dict[TP, tuple[int, str]] | None = None  # the positions of a commit under way
         self._retrying_since: float | None = None  # the commit under way answered "retry" first then
-        self._retry_at = 0.0  # ... and is tried again from then on
+        # ... and is tried again from then on (not placing's ``_retry_at``: one deadline for both put every commit
+        # off for as long as a partition could not be placed)
+        self._commit_retry_at = 0.0
         self._counts = {"committed": 0, "aborted": 0}  # this run's transactions, stored for `mirrorflow status`
         self._run_key, self._started = uuid.uuid4().hex, dt.datetime.now(dt.UTC)
         self._counts_at = 0.0  # when they are stored next
@@ -139,7 +141,7 @@ class ExactlyOnceWorker(TransactionProducer):
             self._producer_lost(exc.args[0])
             return False
         self._open, self._opened_at, self._records = True, time.monotonic(), 0
-        self._retrying_since, self._retry_at = None, 0.0
+        self._retrying_since, self._commit_retry_at = None, 0.0
         return True
 
     def _due(self) -> bool:
@@ -148,7 +150,7 @@ class ExactlyOnceWorker(TransactionProducer):
     def _store_offsets(self) -> None:
         """Each turn: commit the open transaction once it is due and nothing is in flight."""
         if self._lost_producer is None and self._due() and self.failure is None and not len(self.producer) \
-                and not self.inflight.syncs and time.monotonic() >= self._retry_at:
+                and not self.inflight.syncs and time.monotonic() >= self._commit_retry_at:
             self._commit_transaction()
         if time.monotonic() >= self._counts_at:
             self._store_counts()
@@ -251,7 +253,7 @@ class ExactlyOnceWorker(TransactionProducer):
     def _transaction_failed(self, error: KafkaError) -> None:
         if error.retriable() and not error.txn_requires_abort() and not error.fatal():
             now = time.monotonic()
-            self._retry_at = now + COMMIT_RETRY_S  # still open and due: tried again shortly
+            self._commit_retry_at = now + COMMIT_RETRY_S  # still open and due: tried again shortly
             if self._retrying_since is None:
                 self._retrying_since = now
                 log.info("transaction commit retried (said once per transaction) route=%s error=%s",

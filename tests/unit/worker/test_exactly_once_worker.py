@@ -189,6 +189,37 @@ def test_a_zombie_cannot_commit_its_open_transaction(kafka: FakeKafka, caplog: p
     assert_exactly_once(kafka)
 
 
+def test_partitions_that_cannot_be_placed_yet_do_not_hold_up_the_commits_of_the_others(kafka: FakeKafka) -> None:
+    """a takes b's partitions while b's commit holds their positions (pending in b's transaction): a cannot place
+    them until that transaction ends, and meanwhile goes on committing what it copies of its own. Placing's retry and
+    the commit's retry were one deadline: each failed placement put a's commit off until placing's next try, which
+    failed and put it off again, so a committed once per retry (1 s by default) at best, copying nothing between
+    (a source partition whose leader is away would hold a whole route so)."""
+    config = route_config(kafka, guarantee="exactly-once", transactions="{interval_ms: 50}")
+    produce(kafka["source"], 100)
+    # Placing tried again every 5 s: the commits of a's own partitions must not wait for it (they take 50 ms).
+    a = WorkerThread(kafka, "a", config, dataclasses.replace(FAST, retry=5.0), kind=ExactlyOnceWorker)
+    b = eos_worker(kafka, "b")
+    wait_until(lambda: all_visible(kafka, 100) and len(a.worker.inflight.ledgers) == 2
+               and len(b.worker.inflight.ledgers) == 2, what="both copying", alive=(a, b))
+    own = sorted(p for _, p in a.worker.inflight.ledgers)
+    held = threading.Event()
+    kafka["target"].gates["commit_transaction@b"] = held
+    produce(kafka["source"], 100, start=100)
+    wait_until(lambda: kafka["target"].waiting["commit_transaction@b"] == 1, what="b's commit held", alive=(a, b))
+    kafka.expire("b")
+    wait_until(lambda: a.worker.placing_failed_since is not None, what="a unable to place b's partitions",
+               alive=(a, b))
+    produce(kafka["source"], 100, start=200)
+    wait_until(lambda: all(visible(kafka)[p] == 300 for p in own), timeout=3, what="a committing its own partitions",
+               alive=(a, b))
+    assert len(a.worker.unplaced) == 2  # b's, still waiting for b's transaction
+    held.set()
+    wait_until(lambda: all_visible(kafka, 300), what="every partition copied", alive=(a, b))
+    assert a.finish() is None and b.finish() is None
+    assert_exactly_once(kafka)
+
+
 def test_a_topic_found_while_the_worker_id_is_still_held_in_the_positions_group_waits_for_the_rejoin(
         kafka: FakeKafka) -> None:
     """As on an at-least-once route (found by the fault harness): the member of the positions group refused
