@@ -1,4 +1,5 @@
-"""A single-node Apache Kafka (KRaft) cluster on loopback, run from Maven's jars.
+"""An Apache Kafka (KRaft) node on loopback, run from Maven's jars: a cluster of its own, or one node of a
+cluster of several (``broker_config.cluster_nodes``; each node is then started by its own ``LocalCluster``).
 
 Used by ``mirrorflow dev`` and by the pytest fixtures alike. The broker runs as a
 detached JVM process (it outlives the command that started it); everything about
@@ -12,20 +13,21 @@ it lives in one folder::
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import logging
 import os
 import signal
 import subprocess
 import time
-import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from replicator.dev.broker_config import LocalClusterSpec, TlsListener, new_cluster_id, server_properties
 from replicator.errors import ClusterError
 from replicator.jars import kafka_classpath
+
+__all__ = ["ClusterStatus", "LocalCluster", "LocalClusterSpec", "TlsListener", "new_cluster_id", "server_properties"]
 
 log = logging.getLogger(__name__)
 
@@ -52,179 +54,6 @@ logger.kafka.level = INFO
 logger.request.name = kafka.request.logger
 logger.request.level = WARN
 """
-
-
-@dataclass(frozen=True, slots=True)
-class TlsListener:
-    """A TLS listener of a local cluster: ``SASL_SSL`` (SCRAM-SHA-256/512 logins) or ``SSL`` (with
-    ``client_auth``, only clients with a certificate the truststore's CA signed get in: mutual TLS)."""
-
-    name: str  # the listener's name in server.properties (not PLAINTEXT, CONTROLLER, PROXIED)
-    port: int
-    protocol: str  # SASL_SSL | SSL
-    keystore: Path  # PEM: the broker's key, then its certificate chain
-    truststore: Path  # PEM: the CA that signs client certificates
-    client_auth: bool = False
-
-    def bootstrap_servers(self, host: str) -> str:
-        """``host:port`` of this listener."""
-        return f"{host}:{self.port}"
-
-
-@dataclass(frozen=True, slots=True)
-class LocalClusterSpec:
-    """What a local cluster looks like; every option later work needs is here."""
-
-    name: str
-    home: Path
-    port: int
-    controller_port: int
-    host: str = "127.0.0.1"
-    heap: str = "512m"
-    auto_create_topics: bool = False
-    authorizer: bool = False
-    super_users: tuple[str, ...] = ("User:ANONYMOUS",)
-    extra_properties: Mapping[str, str] = field(default_factory=dict)
-    # A second listener, SASL_PLAINTEXT with mechanism PLAIN, for these users (name -> password).
-    sasl_port: int | None = None
-    sasl_users: Mapping[str, str] = field(default_factory=dict)
-    # A second PLAINTEXT listener (named PROXIED) on ``proxied_port`` that advertises
-    # ``proxy_advertised`` (``host:port`` of a TCP proxy in front of it). Clients follow the
-    # advertised address, so those that bootstrap through the proxy stay behind it, while
-    # clients of the main listener talk to the broker directly (fault tests).
-    proxied_port: int | None = None
-    proxy_advertised: str | None = None
-    # TLS listeners (SASL_SSL with SCRAM, SSL with or without client certificates), and the SCRAM users
-    # (name -> password) that ``LocalCluster.start`` creates for both SCRAM-SHA-256 and SCRAM-SHA-512.
-    tls_listeners: tuple[TlsListener, ...] = ()
-    scram_users: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def bootstrap_servers(self) -> str:
-        """``host:port`` of the broker listener."""
-        return f"{self.host}:{self.port}"
-
-    @property
-    def proxied_bootstrap_servers(self) -> str | None:
-        """The proxy's ``host:port`` in front of the PROXIED listener, when there is one."""
-        return self.proxy_advertised if self.proxied_port is not None else None
-
-    @property
-    def sasl_bootstrap_servers(self) -> str | None:
-        """``host:port`` of the SASL listener, when there is one."""
-        return None if self.sasl_port is None else f"{self.host}:{self.sasl_port}"
-
-
-def server_properties(spec: LocalClusterSpec) -> dict[str, str]:
-    """The broker's ``server.properties`` for ``spec`` (pure)."""
-    props = {
-        "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": f"1@{spec.host}:{spec.controller_port}",
-        "listeners": f"PLAINTEXT://{spec.host}:{spec.port},CONTROLLER://{spec.host}:{spec.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{spec.host}:{spec.port}",
-        "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-        "log.dirs": str(spec.home / "data"),
-        "num.partitions": "1",
-        "offsets.topic.replication.factor": "1",
-        "offsets.topic.num.partitions": "10",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
-        "group.initial.rebalance.delay.ms": "0",
-        # KIP-848 groups: notice a crashed member in 10 s, not 45 (local clusters only)
-        "group.consumer.session.timeout.ms": "10000",
-        "group.consumer.min.session.timeout.ms": "6000",
-        "group.consumer.heartbeat.interval.ms": "2000",
-        "group.consumer.min.heartbeat.interval.ms": "1000",
-        "auto.create.topics.enable": str(spec.auto_create_topics).lower(),
-        "log.segment.bytes": str(64 * 1024 * 1024),
-        "log.cleaner.backoff.ms": "1000",  # compacted topics compact within seconds (broker default 15 s)
-        # The active controller writes a no-op record to the metadata log every 500 ms by default (KIP-835, for
-        # a health metric), and the broker fetches each: a third of an idle local broker's CPU (3.0 -> 2.0 % of
-        # a core, measured), which a machine running several test clusters feels.
-        "metadata.max.idle.interval.ms": "5000",
-    }
-    if spec.authorizer:
-        props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-        props["super.users"] = ";".join(spec.super_users)
-    if spec.sasl_port is not None:
-        props.update(_sasl_listener(spec, props))
-    if spec.proxied_port is not None:
-        props.update(_proxied_listener(spec, props))
-    for listener in spec.tls_listeners:
-        props.update(_tls_listener(spec, listener, props))
-    if spec.tls_listeners:
-        # An mTLS client's principal is its certificate's CN (User:mirrorflow), not the whole subject.
-        props["ssl.principal.mapping.rules"] = "RULE:^CN=([^,]+).*$/$1/,DEFAULT"
-    props.update(spec.extra_properties)
-    return props
-
-
-def _with_listener(props: Mapping[str, str], name: str, bind: str, advertised: str,
-                   protocol: str) -> dict[str, str]:
-    """``listeners``, ``advertised.listeners`` and the protocol map of ``props`` with one more listener."""
-    listeners = props["listeners"].split(",")
-    listeners.insert(-1, f"{name}://{bind}")  # CONTROLLER stays last
-    return {
-        "listeners": ",".join(listeners),
-        "advertised.listeners": f"{props['advertised.listeners']},{name}://{advertised}",
-        "listener.security.protocol.map": f"{props['listener.security.protocol.map']},{name}:{protocol}",
-    }
-
-
-_SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-
-
-def _tls_listener(spec: LocalClusterSpec, listener: TlsListener, props: Mapping[str, str]) -> dict[str, str]:
-    if listener.protocol not in ("SASL_SSL", "SSL"):
-        raise ClusterError(f"cluster {spec.name}: listener {listener.name}: protocol {listener.protocol!r} "
-                           "is not a TLS one (SASL_SSL or SSL)")
-    address = listener.bootstrap_servers(spec.host)
-    out = _with_listener(props, listener.name, address, address, listener.protocol)
-    prefix = f"listener.name.{listener.name.lower()}."
-    out.update({
-        f"{prefix}ssl.keystore.type": "PEM",
-        f"{prefix}ssl.keystore.location": str(listener.keystore),
-        f"{prefix}ssl.truststore.type": "PEM",
-        f"{prefix}ssl.truststore.location": str(listener.truststore),
-        f"{prefix}ssl.client.auth": "required" if listener.client_auth else "none",
-    })
-    if listener.protocol == "SASL_SSL":
-        out[f"{prefix}sasl.enabled.mechanisms"] = ",".join(_SCRAM)
-        for mechanism in _SCRAM:
-            out[f"{prefix}{mechanism.lower()}.sasl.jaas.config"] = (
-                "org.apache.kafka.common.security.scram.ScramLoginModule required;")
-    return out
-
-
-def _proxied_listener(spec: LocalClusterSpec, props: Mapping[str, str]) -> dict[str, str]:
-    """The PROXIED listener added to whatever listeners ``props`` already has."""
-    if not spec.proxy_advertised:
-        raise ClusterError(f"cluster {spec.name}: proxied_port needs proxy_advertised (the proxy's host:port)")
-    return _with_listener(props, "PROXIED", f"{spec.host}:{spec.proxied_port}", spec.proxy_advertised, "PLAINTEXT")
-
-
-def _sasl_listener(spec: LocalClusterSpec, props: Mapping[str, str]) -> dict[str, str]:
-    users = " ".join(f'user_{name}="{password}"' for name, password in spec.sasl_users.items())
-    address = f"{spec.host}:{spec.sasl_port}"
-    return {
-        **_with_listener(props, "SASL_PLAINTEXT", address, address, "SASL_PLAINTEXT"),
-        "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
-            f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};",
-    }
-
-
-def new_cluster_id() -> str:
-    """A random Kafka cluster id (a UUID in Kafka's base64url form)."""
-    while True:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not cluster_id.startswith("-"):  # as Kafka's own: a leading dash reads as an option
-            return cluster_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,7 +182,7 @@ class LocalCluster:
         ]
 
     def _format(self) -> None:
-        cluster_id = new_cluster_id()
+        cluster_id = self.spec.cluster_id or new_cluster_id()
         log.info("formatting storage name=%s cluster_id=%s", self.spec.name, cluster_id)
         command = self._java(
             "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._properties_file)

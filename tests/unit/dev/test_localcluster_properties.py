@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
+import pytest
+
+from replicator.dev.broker_config import cluster_nodes
 from replicator.dev.localcluster import LocalClusterSpec, new_cluster_id, server_properties
+from replicator.errors import ClusterError
 
 
 def _spec(**options: object) -> LocalClusterSpec:
@@ -107,3 +112,32 @@ def test_a_tls_listener_must_use_a_tls_protocol() -> None:
 
     with pytest.raises(ClusterError, match="listener X: protocol 'SASL_PLAINTEXT' is not a TLS one"):
         server_properties(_spec(tls_listeners=(TlsListener("X", 1, "SASL_PLAINTEXT", Path("k"), Path("c")),)))
+
+
+def test_a_single_node_keeps_one_copy_of_everything() -> None:
+    props = server_properties(_spec())
+    assert props["node.id"] == "1"
+    assert props["offsets.topic.replication.factor"] == props["transaction.state.log.replication.factor"] == "1"
+    assert props["transaction.state.log.min.isr"] == "1"
+    assert "default.replication.factor" not in props and "min.insync.replicas" not in props
+
+
+def test_three_nodes_make_one_cluster_whose_topics_survive_a_node() -> None:
+    ports = itertools.count(20000)
+    nodes = cluster_nodes(_spec(), 3, lambda: next(ports))
+    props = [server_properties(node) for node in nodes]
+    assert [p["node.id"] for p in props] == ["1", "2", "3"]
+    voters = "1@127.0.0.1:20001,2@127.0.0.1:20003,3@127.0.0.1:20005"
+    assert {p["controller.quorum.voters"] for p in props} == {voters}  # one quorum
+    assert [p["listeners"] for p in props][1] == "PLAINTEXT://127.0.0.1:20002,CONTROLLER://127.0.0.1:20003"
+    assert [p["log.dirs"] for p in props] == [f"/x/p/node-{n}/data" for n in (1, 2, 3)]
+    assert len({node.cluster_id for node in nodes}) == 1 and nodes[0].cluster_id is not None
+    for p in props:  # acks=all writes go on with one node away
+        assert p["default.replication.factor"] == p["offsets.topic.replication.factor"] == "3"
+        assert p["transaction.state.log.replication.factor"] == "3"
+        assert p["min.insync.replicas"] == p["transaction.state.log.min.isr"] == "2"
+
+
+def test_a_cluster_of_no_node_is_refused() -> None:
+    with pytest.raises(ClusterError, match="cluster p: a cluster needs at least one node, not 0"):
+        cluster_nodes(_spec(), 0, lambda: 1)
