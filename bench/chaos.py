@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--overlap", action="store_true",
                         help="each fault a pair: one that moves partitions (a worker or topic change) during one "
                              "that troubles a cluster, the network or the state DB (also as --kinds MOVER+TROUBLE)")
+    parser.add_argument("--brokers", type=int, default=1,
+                        help="nodes per cluster (default 1: a broker fault is an outage of the side; 3: topics with "
+                             "three copies, a broker fault strikes one node and leaders move, a restart rolls)")
     parser.add_argument("--report", type=Path, help="write every event as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir with every log")
     parser.add_argument("--toxiproxy", type=Path, default=REPO / ".cache" / "bin" / "toxiproxy-server",
@@ -69,7 +72,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
     state = args.state or ("postgres" if pg_bin() else "sqlite")
     if state == "postgres" and pg_bin() is None:
         raise ValueError("--state postgres: PostgreSQL's binaries (initdb, pg_ctl) are not installed")
-    for name in ("cycles", "workers", "topics", "partitions"):
+    for name in ("cycles", "workers", "topics", "partitions", "brokers"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name} must be at least 1")
     if args.rate <= 0 or args.fault_seconds <= 0:
@@ -81,7 +84,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
     return Settings(cycles=args.cycles, seed=args.seed, kinds=kinds, workers=args.workers, topics=args.topics,
                     partitions=args.partitions, rate=args.rate, fault_seconds=args.fault_seconds, state=state,
                     toxiproxy=args.toxiproxy, report=args.report, keep=args.keep, guarantee=args.guarantee,
-                    overlap=args.overlap)
+                    overlap=args.overlap, brokers=args.brokers)
 
 
 def progress(message: str) -> None:

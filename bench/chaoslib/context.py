@@ -43,6 +43,7 @@ class Settings:
     padding: int = 100
     guarantee: str = "at-least-once"  # the route's (exactly-once: the target is read read_committed, 0 duplicates)
     overlap: bool = False  # each fault a pair: a mover during a trouble (see faults.PairDeck)
+    brokers: int = 1  # nodes per cluster (several: a broker fault strikes one node, see cluster.py)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ class Chaos:
 
     def create_topic(self, topic: str, partitions: int, steady: bool = True) -> None:
         """Create ``topic`` on the source, follow its replica, and (``steady``) start writing to it."""
-        for future in self.admin().create_topics([NewTopic(topic, partitions, 1)]).values():
+        for future in self.admin().create_topics([NewTopic(topic, partitions, -1)]).values():
             future.result(30)
         self.wait_partitions(topic, partitions)
         self.reader.follow(f"{CLUSTER_NAMES['source']}.{topic}", topic)

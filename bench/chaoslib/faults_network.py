@@ -1,5 +1,5 @@
 """Faults of the network between the workers and one cluster (the side is drawn from the seed),
-made by Toxiproxy toxics on both directions of that cluster's proxy. The verifier's own
+made by Toxiproxy toxics on both directions of that cluster's proxies (one per node). The verifier's own
 producer and reader use the direct listeners and are not affected."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from bench.chaoslib.context import Chaos, Injected
 
 def _toxic(chaos: Chaos, kind: str, attributes: dict[str, int], hold_s: float, what: str) -> Injected:
     side = chaos.rng.choice(SIDES)
-    names = chaos.proxies.add_toxic(side, kind, kind, attributes)
-    return Injected(side, what, hold_s, lambda: chaos.proxies.remove_toxics(side, names))
+    return Injected(side, what, hold_s, chaos.sides[side].toxic(chaos.proxies, kind, kind, attributes))
 
 
 def net_latency(chaos: Chaos) -> Injected:

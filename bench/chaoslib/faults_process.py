@@ -1,5 +1,6 @@
 """Faults of processes: workers (kill, freeze, join, leave, all restarted together), brokers
-(freeze, kill, clean restart) and the state database (stopped, locked by another writer)."""
+(freeze, kill, clean restart: of the whole side, or of one node of several, see cluster.py) and the
+state database (stopped, locked by another writer)."""
 
 from __future__ import annotations
 
@@ -55,29 +56,40 @@ def workers_start_together(chaos: Chaos) -> Injected:
     return Injected(None, f"workers {','.join(workers)}", 1.0, lambda: chaos.supervisor.start(*workers))
 
 
+def _node(node: int | None) -> str:
+    return "broker" if node is None else f"node {node + 1}"
+
+
 def _broker_freeze(side: str) -> FaultFn:
     def inject(chaos: Chaos) -> Injected:
         cluster = chaos.sides[side]
-        cluster.freeze()
-        return Injected(side, "broker SIGSTOP", chaos.hold(2, chaos.settings.fault_seconds), cluster.thaw)
+        node = cluster.pick(chaos.rng.choice)
+        cluster.freeze(node)
+        return Injected(side, f"{_node(node)} SIGSTOP", chaos.hold(2, chaos.settings.fault_seconds), cluster.thaw)
     return inject
 
 
 def _broker_kill(side: str) -> FaultFn:
     def inject(chaos: Chaos) -> Injected:
         cluster = chaos.sides[side]
-        cluster.cluster.kill()
-        return Injected(side, "broker SIGKILL", chaos.hold(1, 3), cluster.cluster.start)
+        node = cluster.pick(chaos.rng.choice)
+        cluster.kill(node)
+        return Injected(side, f"{_node(node)} SIGKILL", chaos.hold(1, 3), lambda: cluster.start(node))
     return inject
 
 
 def _broker_restart(side: str) -> FaultFn:
+    """A clean restart: of the whole side (one node), or a rolling restart of every node, one after the other."""
     def inject(chaos: Chaos) -> Injected:
         cluster = chaos.sides[side]
+        node = cluster.pick(chaos.rng.choice)
         began = time.monotonic()
-        cluster.cluster.stop()
-        return Injected(side, f"broker stopped cleanly in {time.monotonic() - began:.1f}s", chaos.hold(1, 3),
-                        cluster.cluster.start)
+        cluster.stop(node)
+        stopped = f"{_node(node)} stopped cleanly in {time.monotonic() - began:.1f}s"
+        if node is None:
+            return Injected(side, stopped, chaos.hold(1, 3), cluster.start)
+        return Injected(side, f"rolling restart, {stopped} first", chaos.hold(1, 3),
+                        lambda: cluster.roll(node, chaos.stand))
     return inject
 
 

@@ -72,7 +72,7 @@ def _create_again(chaos: Chaos, topic: str, partitions: int, timeout: float = 60
     deadline = time.monotonic() + timeout
     while True:
         try:
-            for future in chaos.admin().create_topics([NewTopic(topic, partitions, 1)]).values():
+            for future in chaos.admin().create_topics([NewTopic(topic, partitions, -1)]).values():
                 future.result(30)
             break
         except KafkaException:
@@ -105,7 +105,7 @@ def retention_gap(chaos: Chaos) -> Injected:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{topic}: the route did not commit its first {GAP_BEFORE} records in time")
         time.sleep(0.25)
-    names = chaos.proxies.add_toxic("source", "gap", "timeout", {"timeout": 0})
+    cut_off = chaos.sides["source"].toxic(chaos.proxies, "gap", "timeout", {"timeout": 0})
     chaos.verifier.produce_now(stream, GAP_DURING)
     low = chaos.verifier.snapshot()[stream][GAP_BEFORE + GAP_DELETED].offset
     assert low is not None
@@ -115,7 +115,7 @@ def retention_gap(chaos: Chaos) -> Injected:
     chaos.verifier.excuse(stream, range(GAP_BEFORE, GAP_BEFORE + GAP_DELETED))  # never waited for
 
     def heal() -> None:
-        chaos.proxies.remove_toxics("source", names)
+        cut_off()
         chaos.verifier.produce_now(stream, GAP_AFTER)
 
     return Injected("source", f"{topic}: offsets below {low} deleted while the source was cut off",

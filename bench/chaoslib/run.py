@@ -62,9 +62,9 @@ def _config(work: Path, sides: dict[str, ProxiedCluster], state_url: str, guaran
 def _setup(settings: Settings, work: Path, stack: contextlib.ExitStack, began: float) -> Chaos:
     toxiproxy = ToxiproxyServer(settings.toxiproxy, work / "toxiproxy.log")
     stack.callback(toxiproxy.stop)
-    sides = start_clusters(work / "clusters", toxiproxy.client)
+    sides = start_clusters(work / "clusters", toxiproxy.client, settings.brokers)
     for cluster in sides.values():
-        stack.callback(cluster.stop)
+        stack.callback(cluster.close)
     statedb = StateDb(settings.state, work / "state")
     stack.callback(lambda: statedb.close(keep=settings.keep))
     config = _config(work, sides, statedb.url, settings.guarantee)

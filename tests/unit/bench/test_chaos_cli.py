@@ -17,6 +17,7 @@ from bench.chaoslib.faults import FAULTS, Deck, choose_kinds
      "chaos.py: toxiproxy: /nonexistent/toxiproxy-server does not exist (build it with `make toxiproxy`)"),
     (["--toxiproxy", "/bin/true"], "chaos.py: toxiproxy: /bin/true is not a Toxiproxy server"),
     (["--cycles", "0"], "chaos.py: --cycles must be at least 1"),
+    (["--brokers", "0"], "chaos.py: --brokers must be at least 1"),
 ])
 def test_bad_input_exits_2_with_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--state", "sqlite", *argv]) == 2
