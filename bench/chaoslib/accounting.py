@@ -16,6 +16,7 @@ a number that was never produced is *unexpected*.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -79,6 +80,14 @@ class Tally:
     def lost_records(self) -> set[tuple[Stream, int]]:
         """Every lost record as (stream, number)."""
         return {(stream, seq) for stream, t in self.streams.items() for seq in t.lost}
+
+
+def longest_pause(arrivals: Sequence[float], start: float, end: float) -> float:
+    """The longest time within ``[start, end]`` in which nothing arrived, given the (sorted) arrival times
+    ``arrivals`` of one partition's records: from ``start`` to the first, between two, from the last to ``end``."""
+    inside = [t for t in arrivals if start <= t <= end]
+    edges = [start, *inside, end]
+    return max((b - a for a, b in itertools.pairwise(edges)), default=0.0)
 
 
 def account(sent: Mapping[Stream, Sequence[Sent]], got: Mapping[Stream, Sequence[Got]],

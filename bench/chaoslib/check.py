@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from bench.chaoslib.accounting import LossRange, Tally, account, compare_losses, true_losses
+from bench.chaoslib.accounting import LossRange, Tally, account, compare_losses, longest_pause, true_losses
 from bench.chaoslib.context import ROUTE, Chaos, Injected
 from bench.chaoslib.records import Stream
 from bench.chaoslib.report import FaultOutcome, Final
@@ -130,7 +130,18 @@ class Checker:
                             None if flow_s is None else round(flow_s, 2),
                             None if settle_s is None else round(settle_s, 2), len(new_lost), duplicates,
                             tuple(self.chaos.supervisor.exits[exits_before:]), bool(new_tracebacks),
-                            round(injected_at - self.began, 1), duplicates_by_partition=by_partition)
+                            round(injected_at - self.began, 1), duplicates_by_partition=by_partition,
+                            pause_s=self._pause(heal, injected_at))
+
+    def _pause(self, heal: Heal, injected_at: float) -> float | None:
+        """The longest time, from injection to the heal, in which no record of some steady partition arrived;
+        None for a fault that lasted no time (the start) or when nothing is written (the final check)."""
+        streams = [s for s in heal.marks if s not in self.stalled]
+        if heal.at <= injected_at or not streams:
+            return None
+        reader = self.chaos.reader
+        return round(max(longest_pause(reader.arrivals_between(s, injected_at, heal.at), injected_at, heal.at)
+                         for s in streams), 2)
 
     def _new_duplicates(self, tally: Tally, shown: int = 5) -> tuple[tuple[str, int], ...]:
         """The streams that got extra copies since the previous check, most first (where to look first)."""

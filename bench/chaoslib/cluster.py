@@ -33,6 +33,9 @@ SIDES = ("source", "target")
 CLUSTER_NAMES = {"source": "src", "target": "dst"}  # the replica of `t` is `src.t`
 TEARDOWN_STOP_S = 5.0  # at the end of a run a node that does not stop at once is killed (its data is not kept)
 IN_SYNC_TIMEOUT_S = 120.0  # a rolling restart waits this long for every replica to be back in sync
+# A node's JVM started beside five others, the workers and the load on two cores took 64 s to answer (the broker's
+# own start-up waits for the quorum and its metadata): the single-node clusters' 60 s was not enough.
+START_TIMEOUT_S = 180.0
 
 
 @dataclass
@@ -93,7 +96,7 @@ class ProxiedCluster:
         """Start one node, or all of them at once (a quorum of several answers once most of it runs)."""
         which = self._which(node)
         with ThreadPoolExecutor(max_workers=len(which)) as pool:
-            list(pool.map(lambda n: self.nodes[n].start(), which))
+            list(pool.map(lambda n: self.nodes[n].start(START_TIMEOUT_S), which))
 
     def roll(self, first: int, stand: Callable[[float], None]) -> None:
         """The rest of a rolling restart whose first node was stopped: start it, and once every replica is in sync

@@ -4,6 +4,7 @@ workers do moves it."""
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 
@@ -109,6 +110,14 @@ class TargetReader:
         with self._lock:
             records = self.got.get(stream, [])
             return next((g.arrived_at for g in records[start:] if g.seq >= seq), None)
+
+    def arrivals_between(self, stream: Stream, start: float, end: float) -> list[float]:
+        """When the records of ``stream`` that arrived within ``[start, end]`` did, in order."""
+        with self._lock:
+            records = self.got.get(stream, [])
+            low = bisect.bisect_left(records, start, key=lambda g: g.arrived_at)
+            high = bisect.bisect_right(records, end, lo=low, key=lambda g: g.arrived_at)
+            return [g.arrived_at for g in records[low:high]]
 
     def positions(self) -> dict[Stream, int]:
         """How many records each stream has on the target so far."""

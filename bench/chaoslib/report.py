@@ -37,6 +37,9 @@ class FaultOutcome:
     at_s: float = 0.0  # when it was injected, seconds since the run began
     lost: int = 0  # of those found missing here, how many were still missing at the end
     duplicates_by_partition: tuple[tuple[str, int], ...] = ()  # (stream, new extra copies), most first
+    # From injection to the heal, the longest time no record of some steady partition arrived on the target (the
+    # source's own unavailability included): what the fault cost while it lasted, beside ``flow_s`` after it.
+    pause_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +76,14 @@ def kind_rows(outcomes: Sequence[FaultOutcome]) -> list[dict[str, Any]]:
     for kind in dict.fromkeys(o.kind for o in outcomes):
         mine = [o for o in outcomes if o.kind == kind]
         flows = [o.flow_s for o in mine if o.flow_s is not None]
+        pauses = [o.pause_s for o in mine if o.pause_s is not None]
         dups = [o.duplicates for o in mine]
         rows.append({
             "kind": kind, "count": len(mine), "lost": sum(o.lost for o in mine),
             "missing": sum(o.missing for o in mine),
             "dups_max": max(dups), "dups_mean": sum(dups) / len(dups),
             "flow_p50_s": _p50(flows), "flow_max_s": max(flows) if flows else None,
+            "pause_max_s": max(pauses) if pauses else None,
             "no_flow": sum(o.flow_s is None for o in mine), "unsettled": sum(o.settle_s is None for o in mine),
             "exits": sum(1 for o in mine for e in o.exits if not e.expected),
             "traceback": any(o.traceback for o in mine),
@@ -92,13 +97,13 @@ def _seconds(value: float | None) -> str:
 
 def table(outcomes: Sequence[FaultOutcome]) -> str:
     """The per-kind table as text."""
-    head = ("kind", "count", "lost", "missing", "dups max", "dups mean", "flow p50 s", "flow max s", "no flow",
-            "unsettled", "exits", "traceback")
+    head = ("kind", "count", "lost", "missing", "dups max", "dups mean", "flow p50 s", "flow max s", "pause max s",
+            "no flow", "unsettled", "exits", "traceback")
     lines = [head]
     for row in kind_rows(outcomes):
         lines.append((row["kind"], str(row["count"]), str(row["lost"]), str(row["missing"]), str(row["dups_max"]),
                       f"{row['dups_mean']:.1f}", _seconds(row["flow_p50_s"]), _seconds(row["flow_max_s"]),
-                      str(row["no_flow"]), str(row["unsettled"]), str(row["exits"]),
+                      _seconds(row["pause_max_s"]), str(row["no_flow"]), str(row["unsettled"]), str(row["exits"]),
                       "yes" if row["traceback"] else "no"))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)

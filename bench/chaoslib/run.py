@@ -91,9 +91,10 @@ LARGE_DUPLICATES = 100  # a fault that repeated more names the partitions (the J
 def _line(outcome: FaultOutcome, checker: Checker, cycles: int) -> str:
     exits = [f"{e.worker} exit {e.code}: {e.reason}" for e in outcome.exits if not e.expected]
     flow = "-" if outcome.flow_s is None else f"{outcome.flow_s:.1f}s"
+    pause = "" if outcome.pause_s is None else f", pause {outcome.pause_s:.1f}s"
     settle = "NOT SETTLED" if outcome.settle_s is None else f"{outcome.settle_s:.1f}s"
     return (f"#{outcome.index}/{cycles} {outcome.kind} side={outcome.side or '-'} {outcome.duration_s:.1f}s "
-            f"({outcome.detail}): settled {settle}, flow {flow}, "
+            f"({outcome.detail}): settled {settle}, flow {flow}{pause}, "
             f"missing {outcome.missing} (total {len(checker.lost)}), "
             f"dups +{outcome.duplicates} (total {checker.duplicates})"
             + (f" [{', '.join(f'{s} +{n}' for s, n in outcome.duplicates_by_partition)}]"

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bench.chaoslib.accounting import Got, LossRange, Sent, account, compare_losses, true_losses
+from bench.chaoslib.accounting import Got, LossRange, Sent, account, compare_losses, longest_pause, true_losses
 from bench.chaoslib.records import Stream, fingerprint, headers_of, key_of, parse_key, value_of
 
 S = Stream("orders", 0, 1)
@@ -89,3 +89,15 @@ def test_keys_name_their_record() -> None:
     assert parse_key(key_of(Stream("t", 2, 3), 41)) == (2, 3, 41)
     assert parse_key(b"not/ours") is None and parse_key(None) is None and parse_key(b"\xff/1/2") is None
     assert value_of(S, 1, 40) != value_of(S, 2, 40) and len(value_of(S, 1, 100)) == 100
+
+
+@pytest.mark.parametrize(("arrivals", "pause"), [
+    ([], 10.0),  # nothing arrived during the fault: all of it
+    ([1.0, 2.0, 3.0], 7.0),  # the last one, then nothing until the heal
+    ([0.5, 6.5, 9.5], 6.0),  # a gap in the middle
+    ([4.0], 6.0),
+    ([-3.0, 0.0, 12.0], 10.0),  # arrivals outside the window do not count
+])
+def test_the_longest_pause_is_the_longest_time_nothing_arrived_during_the_fault(arrivals: list[float],
+                                                                                  pause: float) -> None:
+    assert longest_pause(arrivals, 0.0, 10.0) == pause

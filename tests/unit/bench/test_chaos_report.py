@@ -18,16 +18,17 @@ from bench.chaoslib.report import (
 
 
 def _fault(index: int, kind: str, *, lost: int = 0, missing: int = 0, dups: int = 0, flow: float | None = 1.0,
-           exits: tuple[WorkerExit, ...] = (), traceback: bool = False) -> FaultOutcome:
-    return FaultOutcome(index, kind, "source", "", 5.0, flow, 2.0, missing, dups, exits, traceback, lost=lost)
+           exits: tuple[WorkerExit, ...] = (), traceback: bool = False, pause: float | None = None) -> FaultOutcome:
+    return FaultOutcome(index, kind, "source", "", 5.0, flow, 2.0, missing, dups, exits, traceback, lost=lost,
+                        pause_s=pause)
 
 
 CRASH = WorkerExit("w1", 1, "mirrorflow: error: route chaos: boom", 12.0, expected=False)
 KILLED = WorkerExit("w2", -9, "(killed by the harness)", 30.0, expected=True)
 OUTCOMES = [
-    _fault(1, "worker-kill", dups=10, flow=2.0, exits=(KILLED,)),
+    _fault(1, "worker-kill", dups=10, flow=2.0, exits=(KILLED,), pause=6.5),
     _fault(2, "net-latency", dups=0, flow=0.5),
-    _fault(3, "worker-kill", dups=30, flow=4.0, exits=(CRASH,)),
+    _fault(3, "worker-kill", dups=30, flow=4.0, exits=(CRASH,), pause=2.5),
     _fault(4, "worker-kill", lost=3, missing=5, dups=2, flow=None, traceback=True),
 ]
 
@@ -44,6 +45,7 @@ def test_per_kind_figures() -> None:
     kill = rows["worker-kill"]
     assert (kill["count"], kill["lost"], kill["missing"], kill["dups_max"], kill["dups_mean"]) == (3, 3, 5, 30, 14.0)
     assert (kill["flow_p50_s"], kill["flow_max_s"], kill["no_flow"]) == (3.0, 4.0, 1)
+    assert kill["pause_max_s"] == 6.5 and rows["net-latency"]["pause_max_s"] is None
     assert (kill["exits"], kill["traceback"]) == (1, True)  # the harness's own kill is not an exit to report
     assert rows["net-latency"]["flow_p50_s"] == 0.5 and rows["net-latency"]["traceback"] is False
 
@@ -51,8 +53,8 @@ def test_per_kind_figures() -> None:
 def test_table_has_a_line_per_kind() -> None:
     lines = table(OUTCOMES).splitlines()
     assert lines[0].split()[:3] == ["kind", "count", "lost"] and set(lines[1]) <= {"-", " "}
-    assert lines[2].split() == ["worker-kill", "3", "3", "5", "30", "14.0", "3.0", "4.0", "1", "0", "1", "yes"]
-    assert lines[3].split() == ["net-latency", "1", "0", "0", "0", "0.0", "0.5", "0.5", "0", "0", "0", "no"]
+    assert lines[2].split() == ["worker-kill", "3", "3", "5", "30", "14.0", "3.0", "4.0", "6.5", "1", "0", "1", "yes"]
+    assert lines[3].split() == ["net-latency", "1", "0", "0", "0", "0.0", "0.5", "0.5", "-", "0", "0", "0", "no"]
 
 
 @pytest.mark.parametrize(("changes", "reason"), [
