@@ -25,10 +25,12 @@ from bench.chaoslib.records import Stream
 
 @dataclass(frozen=True, slots=True)
 class Sent:
-    """A produced record: its source offset (None: never acknowledged) and fingerprint."""
+    """A produced record: its source offset (None: never acknowledged), fingerprint, and when the source
+    acknowledged it (``time.monotonic()``)."""
 
     offset: int | None
     fingerprint: bytes
+    acked_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,15 @@ def longest_pause(arrivals: Sequence[float], start: float, end: float) -> float:
     inside = [t for t in arrivals if start <= t <= end]
     edges = [start, *inside, end]
     return max((b - a for a, b in itertools.pairwise(edges)), default=0.0)
+
+
+def longest_wait(sent: Sequence[Sent], arrived: Mapping[int, float], start: float, end: float) -> float | None:
+    """The longest a record the source acknowledged within ``[start, end]`` waited from that acknowledgement until
+    it arrived on the target (``arrived``: its first arrival, by number): the copy's own delay, without the source's
+    unavailability. None when no such record arrived."""
+    waits = [arrived[seq] - record.acked_at for seq, record in enumerate(sent)
+             if record.acked_at is not None and start <= record.acked_at <= end and seq in arrived]
+    return max(waits, default=None)
 
 
 def account(sent: Mapping[Stream, Sequence[Sent]], got: Mapping[Stream, Sequence[Got]],

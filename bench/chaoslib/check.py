@@ -6,7 +6,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from bench.chaoslib.accounting import LossRange, Tally, account, compare_losses, longest_pause, true_losses
+from bench.chaoslib.accounting import (
+    LossRange,
+    Tally,
+    account,
+    compare_losses,
+    longest_pause,
+    longest_wait,
+    true_losses,
+)
 from bench.chaoslib.context import ROUTE, Chaos, Injected
 from bench.chaoslib.records import Stream
 from bench.chaoslib.report import FaultOutcome, Final
@@ -131,7 +139,7 @@ class Checker:
                             None if settle_s is None else round(settle_s, 2), len(new_lost), duplicates,
                             tuple(self.chaos.supervisor.exits[exits_before:]), bool(new_tracebacks),
                             round(injected_at - self.began, 1), duplicates_by_partition=by_partition,
-                            pause_s=self._pause(heal, injected_at))
+                            pause_s=self._pause(heal, injected_at), wait_s=self._wait(heal, injected_at))
 
     def _pause(self, heal: Heal, injected_at: float) -> float | None:
         """The longest time, from injection to the heal, in which no record of some steady partition arrived;
@@ -142,6 +150,16 @@ class Checker:
         reader = self.chaos.reader
         return round(max(longest_pause(reader.arrivals_between(s, injected_at, heal.at), injected_at, heal.at)
                          for s in streams), 2)
+
+    def _wait(self, heal: Heal, injected_at: float) -> float | None:
+        """The longest a record the source acknowledged while the fault lasted waited to arrive on the target (by
+        the end of this check): what the route itself added, the source's unavailability left out."""
+        if heal.at <= injected_at:
+            return None
+        waits = [longest_wait(self.chaos.verifier.sent_of(s), self.chaos.reader.first_arrivals_since(s, injected_at),
+                              injected_at, heal.at) for s in heal.cut]
+        found = [w for w in waits if w is not None]
+        return round(max(found), 2) if found else None
 
     def _new_duplicates(self, tally: Tally, shown: int = 5) -> tuple[tuple[str, int], ...]:
         """The streams that got extra copies since the previous check, most first (where to look first)."""

@@ -111,6 +111,11 @@ class Verifier:
                 raise TimeoutError(f"the source did not acknowledge {count} records of {stream} in {timeout:.0f} s")
             time.sleep(0.05)
 
+    def sent_of(self, stream: Stream) -> list[Sent]:
+        """A copy of what was sent to ``stream`` so far."""
+        with self._lock:
+            return list(self.sent.get(stream, []))
+
     def snapshot(self) -> dict[Stream, list[Sent]]:
         """A copy of everything produced so far."""
         with self._lock:
@@ -142,7 +147,7 @@ class Verifier:
                 self.excused.setdefault(stream, set()).add(seq)
                 return
             record = self.sent[stream][seq]
-            self.sent[stream][seq] = Sent(message.offset(), record.fingerprint)
+            self.sent[stream][seq] = Sent(message.offset(), record.fingerprint, time.monotonic())
 
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():

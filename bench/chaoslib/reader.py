@@ -119,6 +119,16 @@ class TargetReader:
             high = bisect.bisect_right(records, end, lo=low, key=lambda g: g.arrived_at)
             return [g.arrived_at for g in records[low:high]]
 
+    def first_arrivals_since(self, stream: Stream, start: float) -> dict[int, float]:
+        """When each record of ``stream`` that arrived since ``start`` first did, by number."""
+        with self._lock:
+            records = self.got.get(stream, [])
+            low = bisect.bisect_left(records, start, key=lambda g: g.arrived_at)
+            first: dict[int, float] = {}
+            for g in records[low:]:
+                first.setdefault(g.seq, g.arrived_at)
+            return first
+
     def positions(self) -> dict[Stream, int]:
         """How many records each stream has on the target so far."""
         with self._lock:

@@ -40,6 +40,9 @@ class FaultOutcome:
     # From injection to the heal, the longest time no record of some steady partition arrived on the target (the
     # source's own unavailability included): what the fault cost while it lasted, beside ``flow_s`` after it.
     pause_s: float | None = None
+    # The longest a record the source acknowledged while the fault lasted waited until it arrived on the target: the
+    # route's own delay (a pause the source caused is not in it).
+    wait_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,13 +80,14 @@ def kind_rows(outcomes: Sequence[FaultOutcome]) -> list[dict[str, Any]]:
         mine = [o for o in outcomes if o.kind == kind]
         flows = [o.flow_s for o in mine if o.flow_s is not None]
         pauses = [o.pause_s for o in mine if o.pause_s is not None]
+        waits = [o.wait_s for o in mine if o.wait_s is not None]
         dups = [o.duplicates for o in mine]
         rows.append({
             "kind": kind, "count": len(mine), "lost": sum(o.lost for o in mine),
             "missing": sum(o.missing for o in mine),
             "dups_max": max(dups), "dups_mean": sum(dups) / len(dups),
             "flow_p50_s": _p50(flows), "flow_max_s": max(flows) if flows else None,
-            "pause_max_s": max(pauses) if pauses else None,
+            "pause_max_s": max(pauses) if pauses else None, "wait_max_s": max(waits) if waits else None,
             "no_flow": sum(o.flow_s is None for o in mine), "unsettled": sum(o.settle_s is None for o in mine),
             "exits": sum(1 for o in mine for e in o.exits if not e.expected),
             "traceback": any(o.traceback for o in mine),
@@ -98,13 +102,13 @@ def _seconds(value: float | None) -> str:
 def table(outcomes: Sequence[FaultOutcome]) -> str:
     """The per-kind table as text."""
     head = ("kind", "count", "lost", "missing", "dups max", "dups mean", "flow p50 s", "flow max s", "pause max s",
-            "no flow", "unsettled", "exits", "traceback")
+            "wait max s", "no flow", "unsettled", "exits", "traceback")
     lines = [head]
     for row in kind_rows(outcomes):
         lines.append((row["kind"], str(row["count"]), str(row["lost"]), str(row["missing"]), str(row["dups_max"]),
                       f"{row['dups_mean']:.1f}", _seconds(row["flow_p50_s"]), _seconds(row["flow_max_s"]),
-                      _seconds(row["pause_max_s"]), str(row["no_flow"]), str(row["unsettled"]), str(row["exits"]),
-                      "yes" if row["traceback"] else "no"))
+                      _seconds(row["pause_max_s"]), _seconds(row["wait_max_s"]), str(row["no_flow"]),
+                      str(row["unsettled"]), str(row["exits"]), "yes" if row["traceback"] else "no"))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
                      for i, (cell, w) in enumerate(zip(line, widths, strict=True)))

@@ -6,7 +6,16 @@ from collections.abc import Callable
 
 import pytest
 
-from bench.chaoslib.accounting import Got, LossRange, Sent, account, compare_losses, longest_pause, true_losses
+from bench.chaoslib.accounting import (
+    Got,
+    LossRange,
+    Sent,
+    account,
+    compare_losses,
+    longest_pause,
+    longest_wait,
+    true_losses,
+)
 from bench.chaoslib.records import Stream, fingerprint, headers_of, key_of, parse_key, value_of
 
 S = Stream("orders", 0, 1)
@@ -101,3 +110,11 @@ def test_keys_name_their_record() -> None:
 def test_the_longest_pause_is_the_longest_time_nothing_arrived_during_the_fault(arrivals: list[float],
                                                                                   pause: float) -> None:
     assert longest_pause(arrivals, 0.0, 10.0) == pause
+
+
+def test_the_longest_wait_counts_records_acknowledged_during_the_fault_from_their_acknowledgement() -> None:
+    sent = [Sent(0, b"", 1.0), Sent(1, b"", 5.0), Sent(2, b"", 6.0), Sent(None, b""), Sent(4, b"", 9.0),
+            Sent(5, b"", 12.0)]
+    arrived = {0: 9.0, 1: 8.5, 2: 6.2, 5: 12.1}  # 4 never arrived: counted missing elsewhere, not here
+    assert longest_wait(sent, arrived, 4.0, 10.0) == 3.5  # record 1; record 0 was acknowledged before the fault
+    assert longest_wait(sent, arrived, 10.5, 11.0) is None  # nothing acknowledged meanwhile
