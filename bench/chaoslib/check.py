@@ -139,7 +139,8 @@ class Checker:
                             None if settle_s is None else round(settle_s, 2), len(new_lost), duplicates,
                             tuple(self.chaos.supervisor.exits[exits_before:]), bool(new_tracebacks),
                             round(injected_at - self.began, 1), duplicates_by_partition=by_partition,
-                            pause_s=self._pause(heal, injected_at), wait_s=self._wait(heal, injected_at))
+                            pause_s=self._pause(heal, injected_at), wait_s=self._wait(heal, injected_at),
+                            reader_renewed=sum(t >= injected_at for t in self.chaos.reader.renewed_at))
 
     def _pause(self, heal: Heal, injected_at: float) -> float | None:
         """The longest time, from injection to the heal, in which no record of some steady partition arrived;

@@ -61,6 +61,7 @@ class TargetReader:
                           "fetch.wait.max.ms": "50", "log_level": 0}  # the target goes away on purpose
         self._consumer = Consumer(self._settings)
         self.renewals = 0  # consumers replaced because a position stood below the target's end (``_watch``)
+        self.renewed_at: list[float] = []  # when (``time.monotonic()``): a fault's figures then include the stall
         self._look_at = time.monotonic() + STILL_S  # when ``_watch`` looks next
         self._looked: dict[TPKey, int] = {}  # the positions at the previous look of ``_watch``
         self._read: dict[TPKey, int] = {}  # per replica partition, the offset after the last record read
@@ -178,6 +179,7 @@ class TargetReader:
         self._consumer.incremental_assign([TopicPartition(t, p, positions[(t, p)] if positions[(t, p)] >= 0
                                                           else OFFSET_BEGINNING) for t, p in assigned])
         self.renewals += 1
+        self.renewed_at.append(time.monotonic())
         self._looked = {}
         old.close()
 

@@ -43,6 +43,9 @@ class FaultOutcome:
     # The longest a record the source acknowledged while the fault lasted waited until it arrived on the target: the
     # route's own delay (a pause the source caused is not in it).
     wait_s: float | None = None
+    # The harness's own reader stood still and was made anew between injection and the end of the check: the
+    # figures above then include up to two of its 5 s looks, which are not the route's.
+    reader_renewed: int = 0
 
 
 @dataclass(frozen=True, slots=True)

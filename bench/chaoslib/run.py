@@ -100,6 +100,8 @@ def _line(outcome: FaultOutcome, checker: Checker, cycles: int) -> str:
             f"dups +{outcome.duplicates} (total {checker.duplicates})"
             + (f" [{', '.join(f'{s} +{n}' for s, n in outcome.duplicates_by_partition)}]"
                if outcome.duplicates >= LARGE_DUPLICATES else "")
+            + (f" (the harness's reader stood still and was made anew {outcome.reader_renewed}x)"
+               if outcome.reader_renewed else "")
             + (" TRACEBACK" if outcome.traceback else "") + "".join(f"\n    {e}" for e in exits))
 
 
