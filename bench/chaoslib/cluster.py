@@ -124,9 +124,11 @@ class ProxiedCluster:
                                    f"{IN_SYNC_TIMEOUT_S:.0f} s after a node came back")
             stand(0.5)
 
-    def toxic(self, client: ToxiproxyClient, name: str, kind: str, attributes: dict[str, int]) -> Callable[[], None]:
-        """The toxic on every proxy of this side, both ways; returns what removes it."""
-        added = [(proxy, client.add_toxic(proxy, name, kind, attributes)) for proxy in self.proxies]
+    def toxic(self, client: ToxiproxyClient, name: str, kind: str, attributes: dict[str, int],
+              node: int | None = None) -> Callable[[], None]:
+        """The toxic on every proxy of this side (or on one node's), both ways; returns what removes it."""
+        added = [(proxy, client.add_toxic(proxy, name, kind, attributes))
+                 for proxy in (self.proxies if node is None else [self.proxies[node]])]
 
         def remove() -> None:
             for proxy, names in added:

@@ -15,7 +15,8 @@ POSTGRES_ONLY = frozenset({"statedb-stop"})
 MOVERS = ("worker-kill", "worker-freeze", "worker-join", "worker-leave", "workers-start-together", "topic-add",
           "partitions-add", "topic-recreate")
 TROUBLES = ("source-freeze", "target-freeze", "source-kill", "target-kill", "source-restart", "target-restart",
-            "statedb-stop", "statedb-lock", "net-latency", "net-bandwidth", "net-reset", "net-partition")
+            "statedb-stop", "statedb-lock", "net-latency", "net-bandwidth", "net-reset", "net-partition",
+            "node-partition")
 PAIR_TAIL_S = 1.0  # the trouble outlasts the mover at least this long: the mover heals in the middle of it
 
 

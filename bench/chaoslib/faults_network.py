@@ -37,9 +37,22 @@ def net_partition(chaos: Chaos) -> Injected:
     return _toxic(chaos, "timeout", {"timeout": 0}, chaos.hold(2, chaos.settings.fault_seconds), "black hole")
 
 
+def node_partition(chaos: Chaos) -> Injected:
+    """One node black-holed for the workers while its cluster sees it healthy (an asymmetric partition): it keeps
+    leading its partitions, which the workers cannot reach until the heal; the rest must go on. With one node per
+    cluster, the whole side (as net-partition)."""
+    side = chaos.rng.choice(SIDES)
+    cluster = chaos.sides[side]
+    node = cluster.pick(chaos.rng.choice)
+    remove = cluster.toxic(chaos.proxies, "node-partition", "timeout", {"timeout": 0}, node)
+    what = "black hole" if node is None else f"node {node + 1} black-holed for the workers"
+    return Injected(side, what, chaos.hold(2, chaos.settings.fault_seconds), remove)
+
+
 KINDS = {
     "net-latency": net_latency,
     "net-bandwidth": net_bandwidth,
     "net-reset": net_reset,
     "net-partition": net_partition,
+    "node-partition": node_partition,
 }
