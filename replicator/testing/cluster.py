@@ -96,6 +96,10 @@ class FakeCluster:
         # that would have hung are counted in ``hung_offsets`` (and block for good: a worker gives them up).
         self.offsets_hang_after_outage = False
         self.hung_offsets = 0
+        # The node holding a producer's transaction coordinator died (one of several: librdkafka reports no error
+        # for it): the next this many transactional calls fail with a retriable "Broker transport failure" naming
+        # TxnCoordinator, and the producer counts as one that lost the cluster (``offsets_hang_after_outage``).
+        self.coordinator_moves = 0
         # The brokers' offset.metadata.max.bytes: a committed offset's metadata longer than this is refused.
         self.offset_metadata_max_bytes = 4096
         # Requests to time out before answering again, by name ("committed", "list_topics", ...).

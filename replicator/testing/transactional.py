@@ -211,6 +211,13 @@ class FakeTransactionalProducer(FakeProducer):
 
     def _ask(self, request: str) -> None:
         """A request to the coordinator: a retriable timeout when it does not answer, fatal when fenced."""
+        with self.cluster.lock:
+            moved = self.cluster.coordinator_moves > 0
+            self.cluster.coordinator_moves -= moved
+        if moved:
+            self.lost_cluster = True
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, f"Failed to {request} on broker TxnCoordinator/1: "
+                                            "Local: Broker transport failure", retriable=True))
         try:
             self.cluster.check_reachable(request, self.process)
         except KafkaException as exc:

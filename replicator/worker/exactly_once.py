@@ -251,6 +251,13 @@ class ExactlyOnceWorker(TransactionProducer):
                 log.debug("source group copy not committed route=%s error=%s", self.route.name, exc.args[0].str())
 
     def _transaction_failed(self, error: KafkaError) -> None:
+        if error.code() == KafkaError._TRANSPORT and self._lost_producer is None:
+            # The connection to its transaction coordinator broke: the node died or restarts (one of several, which
+            # librdkafka reports no error for), and once the coordinator moved a retried send_offsets_to_transaction
+            # may never return (#5456, #5511; the fault harness on three-node clusters: 7 s hung, 27 s without a
+            # commit). Doubted as a producer that lost the whole target is (``_doubt_producer``): replaced.
+            self._lost_producer = f"its transaction coordinator went away ({error.str()})"
+            return
         if error.retriable() and not error.txn_requires_abort() and not error.fatal():
             now = time.monotonic()
             self._commit_retry_at = now + COMMIT_RETRY_S  # still open and due: tried again shortly

@@ -470,6 +470,28 @@ def test_a_producer_that_lost_the_target_is_replaced_not_asked_to_commit(
     assert_exactly_once(kafka)
 
 
+def test_a_producer_whose_transaction_coordinator_went_away_is_replaced_not_asked_to_commit(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the fault harness on three-node clusters (``--brokers 3``, a target node killed): the commit failed
+    with "Broker transport failure" on TxnCoordinator/1 (retriable; librdkafka reports no error when one broker of
+    several goes), was retried, and once the coordinator had moved send_offsets_to_transaction hung its 7 s
+    (#5456/#5511): 27 s before records showed again. A producer whose coordinator connection broke is replaced, as
+    one that lost the whole target is."""
+    caplog.set_level(logging.WARNING, logger="replicator.worker")
+    kafka["target"].offsets_hang_after_outage = True
+    produce(kafka["source"], 100)
+    a = eos_worker(kafka, "a")
+    wait_until(lambda: all_visible(kafka, 100) and positions_at(kafka, 100), what="the first copy", alive=(a,))
+    kafka["target"].coordinator_moves = 1
+    produce(kafka["source"], 100, start=100)
+    wait_until(lambda: all_visible(kafka, 200) and positions_at(kafka, 200), what="the copy after the move",
+               alive=(a,))
+    assert a.finish() is None
+    assert kafka["target"].hung_offsets == 0, "a producer whose coordinator went away was asked to commit again"
+    assert "its transaction coordinator went away" in caplog.text
+    assert_exactly_once(kafka)
+
+
 def test_producers_lost_with_the_target_over_and_over_do_not_stop_the_route(kafka: FakeKafka) -> None:
     """Found by the fault harness (target restarts and kills, 12 in 2.5 min): each producer replaced after the
     target came back was counted as fenced by another worker, and the sixth in 60 s stopped the route ("another
