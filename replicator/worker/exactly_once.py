@@ -73,6 +73,9 @@ class ExactlyOnceWorker(TransactionProducer):
         super().__init__(config, route, store, batch_size, worker_id, clients, timeouts or WorkerTimeouts())
         self.interval = route.transactions.interval_ms / 1000
         self.max_records = route.transactions.max_records
+        # The target's coordinator aborts a transaction open this long (at its next check): a commit still retried
+        # then can no longer be counted on, and is given up (see ``_transaction_failed``).
+        self.transaction_timeout = int(self._producer_settings()["transaction.timeout.ms"]) / 1000
         self._open = False  # a transaction is begun and not yet committed or aborted
         self._opened_at = 0.0
         self._records = 0  # records handed to the producer in the open transaction
@@ -268,6 +271,14 @@ class ExactlyOnceWorker(TransactionProducer):
             elif now - self._retrying_since >= COMMIT_GIVE_UP_S:  # librdkafka will not complete it: start over
                 self._retrying_since = None
                 self._lost_producer = (f"the commit did not complete in {COMMIT_GIVE_UP_S:g} s "
+                                       f"({error.name()}: {error.str()})")
+            elif now - self._opened_at >= self.transaction_timeout:
+                # A target node holding the coordinator killed: the commit timed out, then answered "Conflicting
+                # commit_transaction API call is already in progress" until COMMIT_GIVE_UP_S (the fault harness
+                # with --brokers 3: 20 s without a commit, though the coordinator had moved after 9).
+                self._retrying_since = None
+                self._lost_producer = (f"the commit was still retried when its transaction was "
+                                       f"{now - self._opened_at:.0f} s old, the target's transaction.timeout.ms "
                                        f"({error.name()}: {error.str()})")
             return
         if producer_lost(error):

@@ -681,6 +681,24 @@ def test_a_commit_that_never_completes_is_given_up_and_the_producer_replaced(
     assert "the commit did not complete in 0.5 s" in caplog.text
 
 
+def test_a_commit_still_retried_when_its_transaction_is_as_old_as_its_timeout_is_given_up(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the fault harness on three-node clusters (a target node holding the coordinator killed): the commit
+    timed out, then answered "Conflicting commit_transaction API call is already in progress" until the 15 s give-up,
+    20 s without a commit though the coordinator had moved after 9. The target aborts a transaction open longer than
+    transaction.timeout.ms: a commit still retried then is given up."""
+    caplog.set_level(logging.WARNING, logger="replicator.worker")
+    kafka["target"].stuck_commits = 1
+    produce(kafka["source"], 100)
+    worker = eos_worker(kafka, "a", producer="{transaction.timeout.ms: '1000'}")
+    wait_until(lambda: all_visible(kafka, 100) and positions_at(kafka, 100), timeout=10,
+               what="the copy, well before the commit's own give-up", alive=(worker,))
+    assert worker.finish() is None
+    assert_exactly_once(kafka)
+    assert len(kafka.producers["a"]) == 2, "the stuck producer was not replaced"
+    assert "the commit was still retried when its transaction was 1 s old" in caplog.text
+
+
 class _PendingFatal:
     """A delivery report's error while confluent-kafka has a fatal error pending: the callback's first call into
     the library raises it (seen in the fault harness: a delivery callback raised KafkaException _FENCED)."""
