@@ -8,6 +8,7 @@ import dataclasses
 import logging
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -448,47 +449,45 @@ def test_a_transactional_call_that_never_returns_is_given_up_and_the_producer_re
     assert_exactly_once(kafka)
 
 
-def test_a_producer_that_lost_the_target_is_replaced_not_asked_to_commit(
-        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
-    """Found by the fault harness: after each target restart or kill the commit's send_offsets_to_transaction
-    hung (librdkafka #5456/#5511) until its deadline gave it up: records flowed again 19 s after a restart
-    (0.7 s on an at-least-once route). A producer that reported the target unreachable is replaced before it
-    is asked."""
-    kafka["target"].offsets_hang_after_outage = True
-    produce(kafka["source"], 100)
-    a = eos_worker(kafka, "a")
-    wait_until(lambda: all_visible(kafka, 100) and positions_at(kafka, 100), what="the first copy", alive=(a,))
+def _target_away_a_moment(kafka: FakeKafka, caplog: pytest.LogCaptureFixture, a: WorkerThread) -> None:
     kafka["target"].freeze()
     produce(kafka["source"], 100, start=100)
     wait_until(lambda: "target cluster unreachable" in caplog.text, what="the target reported away", alive=(a,))
     kafka["target"].thaw()
-    wait_until(lambda: all_visible(kafka, 200) and positions_at(kafka, 200), what="the copy after the outage",
-               alive=(a,))
-    assert a.finish() is None
-    assert kafka["target"].hung_offsets == 0, "a producer that lost the target was asked to commit"
-    assert "it lost the target during the transaction (1/1 brokers are down)" in caplog.text
-    assert_exactly_once(kafka)
 
 
-def test_a_producer_whose_transaction_coordinator_went_away_is_replaced_not_asked_to_commit(
-        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
-    """Found by the fault harness on three-node clusters (``--brokers 3``, a target node killed): the commit failed
-    with "Broker transport failure" on TxnCoordinator/1 (retriable; librdkafka reports no error when one broker of
-    several goes), was retried, and once the coordinator had moved send_offsets_to_transaction hung its 7 s
-    (#5456/#5511): 27 s before records showed again. A producer whose coordinator connection broke is replaced, as
-    one that lost the whole target is."""
+def _coordinator_moved(kafka: FakeKafka, caplog: pytest.LogCaptureFixture, a: WorkerThread) -> None:
+    kafka["target"].coordinator_moves = 1
+    produce(kafka["source"], 100, start=100)
+
+
+@pytest.mark.parametrize(("fault", "said"), [
+    # Found by the fault harness: after each target restart or kill the commit's send_offsets_to_transaction hung
+    # (librdkafka #5456/#5511) until its deadline gave it up: records flowed again 19 s after a restart (0.7 s on an
+    # at-least-once route).
+    (_target_away_a_moment, "it lost the target during the transaction (1/1 brokers are down)"),
+    # Found by the fault harness on three-node clusters (``--brokers 3``, a target node killed): the commit failed
+    # with "Broker transport failure" on TxnCoordinator/1 (retriable; librdkafka reports no error when one broker
+    # of several goes), was retried, and once the coordinator had moved send_offsets_to_transaction hung its 7 s:
+    # 27 s before records showed again.
+    (_coordinator_moved, "its transaction coordinator went away"),
+])
+def test_a_producer_that_lost_the_target_or_its_coordinator_is_replaced_not_asked_to_commit(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture,
+        fault: Callable[[FakeKafka, pytest.LogCaptureFixture, WorkerThread], None], said: str) -> None:
+    """A producer that reported the target unreachable, or whose transaction coordinator's connection broke, is
+    replaced before it is asked to commit."""
     caplog.set_level(logging.WARNING, logger="replicator.worker")
     kafka["target"].offsets_hang_after_outage = True
     produce(kafka["source"], 100)
     a = eos_worker(kafka, "a")
     wait_until(lambda: all_visible(kafka, 100) and positions_at(kafka, 100), what="the first copy", alive=(a,))
-    kafka["target"].coordinator_moves = 1
-    produce(kafka["source"], 100, start=100)
-    wait_until(lambda: all_visible(kafka, 200) and positions_at(kafka, 200), what="the copy after the move",
+    fault(kafka, caplog, a)
+    wait_until(lambda: all_visible(kafka, 200) and positions_at(kafka, 200), what="the copy after the fault",
                alive=(a,))
     assert a.finish() is None
-    assert kafka["target"].hung_offsets == 0, "a producer whose coordinator went away was asked to commit again"
-    assert "its transaction coordinator went away" in caplog.text
+    assert kafka["target"].hung_offsets == 0, "a producer that lost the target or its coordinator was asked to commit"
+    assert said in caplog.text
     assert_exactly_once(kafka)
 
 
