@@ -20,10 +20,17 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionMeta:
+    """A partition of ``list_topics``."""
+
+    leader: int
+
+
+@dataclass(frozen=True, slots=True)
 class TopicMeta:
     """A topic of ``list_topics``."""
 
-    partitions: dict[int, None]
+    partitions: dict[int, PartitionMeta]
     error: None = None
 
 
@@ -33,7 +40,7 @@ class Metadata:
 
     cluster_id: str
     topics: dict[str, TopicMeta]
-    brokers: dict[int, str] = field(default_factory=lambda: {1: "fake"})
+    brokers: dict[int, str] = field(default_factory=lambda: {1: "fake"})  # node id -> its address
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +96,10 @@ class FakeAdmin(FakeLogin):
         """Every topic and its partitions."""
         self._check("list_topics")
         with self.cluster.lock:
-            topics = {name: TopicMeta(dict.fromkeys(range(len(t.logs)))) for name, t in self.cluster.topics.items()}
-        return Metadata(self.cluster.cluster_id, topics)
+            topics = {name: TopicMeta({p: PartitionMeta(self.cluster.leader(name, p)) for p in range(len(t.logs))})
+                      for name, t in self.cluster.topics.items() if topic is None or name == topic}
+            nodes = {1, *self.cluster.leaders.values()}
+        return Metadata(self.cluster.cluster_id, topics, {node: f"fake-{node}:9092" for node in sorted(nodes)})
 
     def describe_topics(self, topics: TopicCollection, request_timeout: float = -1) -> dict[str, Future[Description]]:
         """Each topic's id."""

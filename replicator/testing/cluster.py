@@ -86,6 +86,12 @@ class FakeCluster:
         # UNKNOWN_TOPIC_OR_PART when the topic's metadata did not come within topic.metadata.propagation.max.ms)
         self.hidden_partitions: set[tuple[str, int]] = set()
         self.hidden_error = KafkaError._UNKNOWN_PARTITION
+        # The node leading each partition (1 unless set here), as metadata names it. Nodes in ``cut_off`` are
+        # out of the producers' reach while the cluster sees them healthy (black-holed for the worker): records
+        # of the partitions they lead stay queued, counted in the queue, and the records of every other partition
+        # are written and reported around them (librdkafka queues per partition); metadata still answers.
+        self.leaders: dict[tuple[str, int], int] = {}
+        self.cut_off: set[int] = set()
         # Producers whose commit never completes, counted down as producers begin committing: librdkafka answers
         # the first commit_transaction "retry call to resume" and every later one "Conflicting commit_transaction
         # API call is already in progress", both retriable, for as long as that producer lives (seen after a
@@ -114,6 +120,14 @@ class FakeCluster:
     def bootstrap_servers(self) -> str:
         """What a client config names to reach this cluster."""
         return f"{self.name}.fake:9092"
+
+    def leader(self, topic: str, partition: int) -> int:
+        """The node leading ``topic[partition]``."""
+        return self.leaders.get((topic, partition), 1)
+
+    def out_of_reach(self, topic: str, partition: int) -> bool:
+        """Whether the leader of ``topic[partition]`` is cut off from the producers."""
+        return bool(self.cut_off) and self.leader(topic, partition) in self.cut_off
 
     def freeze(self) -> None:
         """Stop answering: nothing is delivered, fetched or answered until ``thaw``."""

@@ -98,6 +98,26 @@ class FakeProducer(FakeLogin):
         return len(self.queue)
 
     def _deliver(self, limit: int | None) -> int:
+        """Write and report queued records in order (per partition), around those of partitions cut off."""
+        if not self.cluster.cut_off:
+            return self._deliver_in_order(limit)
+        waiting: deque[Queued] = deque()
+        served = 0
+        try:
+            while self.queue and (limit is None or served < limit):
+                while self.queue and self.cluster.out_of_reach(self.queue[0].topic, self.queue[0].partition):
+                    waiting.append(self.queue.popleft())
+                if not self.queue:
+                    break
+                delivered = self._deliver_in_order(1)
+                if not delivered:  # the cluster is out of reach altogether
+                    break
+                served += delivered
+        finally:
+            self.queue.extendleft(reversed(waiting))
+        return served
+
+    def _deliver_in_order(self, limit: int | None) -> int:
         served = 0
         while self.queue and self._reachable() and (limit is None or served < limit):
             item = self.queue[0]
