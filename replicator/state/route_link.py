@@ -128,6 +128,17 @@ class StateLink:
                            lambda session: repository.record_partition_state(
                                session, self.route.name, topic, partition, state, detail)))
 
+    def partitions_state(self, partitions: Collection[tuple[str, int]], state: str | None,
+                         detail: str | None = None) -> None:
+        """``partition_state`` of many partitions in one write (posted)."""
+        keys = sorted(partitions)
+
+        def work(session: Session) -> None:
+            for topic, partition in keys:
+                repository.record_partition_state(session, self.route.name, topic, partition, state, detail)
+
+        self._post(_Write(f"partition_state partitions={len(keys)} state={state}", work))
+
     def placed(self, partitions: list[tuple[str, int]], keep_state: Collection[tuple[str, int]] = ()) -> None:
         """The worker placed these partitions afresh: it owns them, and what it found them in before is over
         (but for ``keep_state``: stuck ones it placed again stay so until they fetch). Posted."""

@@ -49,6 +49,7 @@ class GroupMember(ABC):
     topic_id_of: dict[TP, str]
     paused: bool  # the whole assignment, by a full producer queue
     paused_topics: frozenset[str]  # by the operator (``mirrorflow topics pause``): subscribed, not fetched
+    hold_paused: set[TP]  # held apart (``held_apart``): not fetched until the target acknowledges them again
     failure: str | None
     unsafe: bool
     _retry_at: float
@@ -90,6 +91,14 @@ class GroupMember(ABC):
     @abstractmethod
     def _released(self, partitions: list[TopicPartition]) -> None:
         """This worker's client revoked ``partitions`` of its group (its watches see that the group hears it)."""
+
+    @abstractmethod
+    def _forget_held(self, keys: set[TP]) -> None:
+        """``keys`` are no longer this worker's: none of them is held apart any more (``held_apart``)."""
+
+    @abstractmethod
+    def _dropped_held(self, keys: set[TP]) -> None:
+        """The records in flight of ``keys`` are gone: those held apart wait to probe (``held_apart``)."""
 
     def _subscribe(self, topics: list[str]) -> None:
         consumer = self.consumer
@@ -266,6 +275,7 @@ class GroupMember(ABC):
         self.unplaced -= keys
         self.resets -= keys
         self.backlog = deque(m for m in self.backlog if (m.topic(), m.partition()) not in keys)
+        self._forget_held(keys)
         metrics.ASSIGNED.labels(self.route.name).set(len(self.inflight.ledgers))
         metrics.disowned(self.route.name, self.label, keys)
         if unsettled:
@@ -312,6 +322,7 @@ class GroupMember(ABC):
             keys = only & set(self.inflight.ledgers)
             self.inflight.close(keys)
         self.backlog = deque(m for m in self.backlog if (m.topic(), m.partition()) not in keys)
+        self._dropped_held(keys)
         consumer.pause([TopicPartition(*key) for key in sorted(keys)])
         self.unplaced |= keys
         self.resets -= keys  # placing from the committed offset recovers them too

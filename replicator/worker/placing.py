@@ -99,8 +99,13 @@ class Placing(GroupMember):
             self.placing_failed_since = now
 
     def _may_fetch(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
-        """Those of ``partitions`` whose topic the operator has not paused."""
-        return [tp for tp in partitions if tp.topic not in self.paused_topics]
+        """Those of ``partitions`` whose topic the operator has not paused, and not held apart."""
+        return [tp for tp in partitions
+                if tp.topic not in self.paused_topics and (tp.topic, tp.partition) not in self.hold_paused]
+
+    def _kept_from_fetching(self, key: TP) -> bool:
+        """A full queue pauses every partition, the operator ``key``'s topic, or it is held apart."""
+        return self.paused or key[0] in self.paused_topics or key in self.hold_paused
 
     def _follow_pauses(self, topics: frozenset[str]) -> None:
         """Pause the owned partitions of topics the operator paused, resume those of topics resumed: no
@@ -128,7 +133,7 @@ class Placing(GroupMember):
     def _fetch_from(self, consumer: Consumer, tp: TopicPartition) -> None:
         """Make the consumer fetch ``tp`` from its placed offset (assigned paused by ``_on_assign``)."""
         fetch_from(consumer, tp)
-        if self.paused or tp.topic in self.paused_topics:  # assigned afresh (after a reset error), it would fetch
+        if self._kept_from_fetching((tp.topic, tp.partition)):  # assigned afresh (after a reset error), it would fetch
             consumer.pause([TopicPartition(tp.topic, tp.partition)])
 
     def _committed_reader(self) -> Committed | None:
@@ -164,5 +169,5 @@ class Placing(GroupMember):
                 self._start_over({key}, "a partition's position is past its log's end (its topic created again, "
                                         "or truncated): placing it afresh")
                 continue
-            if self.paused or key[0] in self.paused_topics:  # a partition assigned afresh fetches
+            if self._kept_from_fetching(key):  # a partition assigned afresh fetches
                 consumer.pause([TopicPartition(*key)])

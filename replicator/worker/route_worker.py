@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from replicator.config import Config, RouteConfig
+from replicator.domain.ack_stalls import AckStalls
 from replicator.domain.dead_letter import may_not_fit, record_size
 from replicator.domain.inflight import PartitionLedger
 from replicator.domain.outage import OutageWatch
@@ -51,9 +52,10 @@ from replicator.kafka.clients import (
 )
 from replicator.worker import metrics
 from replicator.worker.assignment import Positioner
-from replicator.worker.client_events import NOT_THERE, ClientEvents
+from replicator.worker.client_events import NOT_THERE
 from replicator.worker.dead_letter import DeadLetterError, DeadLetterWriter
 from replicator.worker.heartbeat import HeartbeatEmitter
+from replicator.worker.held_apart import HeldApart
 from replicator.worker.inflight import InFlight
 from replicator.worker.links import Links
 from replicator.worker.logins import Logins
@@ -64,8 +66,8 @@ from replicator.worker.records import (
     key_of,
     offset_of,
 )
-from replicator.worker.stall import LoopWatch, ProducerWatch, discard
-from replicator.worker.subscription import Look, Membership, SourceSilent, Subscription
+from replicator.worker.stall import LoopWatch, ProducerWatch
+from replicator.worker.subscription import Leaders, Look, Membership, SourceSilent, Subscription
 from replicator.worker.timeouts import WorkerTimeouts
 
 if TYPE_CHECKING:
@@ -83,7 +85,7 @@ class RouteFailed(MirrorFlowError):
     """The route stopped on an error it must not ride over (it names topic, partition, offset)."""
 
 
-class RouteWorker(ClientEvents):
+class RouteWorker(HeldApart):
     """Replicates one route until ``stop`` is set or an unrecoverable error occurs."""
 
     def __init__(self, config: Config, route: RouteConfig, store: StateStore | None = None,
@@ -112,6 +114,11 @@ class RouteWorker(ClientEvents):
         self.backlog: deque[Message] = deque()
         self.paused = False  # the whole assignment, by a full producer queue
         self.paused_topics: frozenset[str] = frozenset()  # by the operator: see Placing._follow_pauses
+        self.ack_stalls = AckStalls(timeouts.ack_stall, timeouts.ack_retry)  # partitions held apart: held_apart
+        self.held_back: dict[TP, deque[Message]] = {}  # their records fetched meanwhile, in order
+        self.hold_paused: set[TP] = set()
+        self._acks_looked_at = self._room_made_at = self._leaders_asked_at = 0.0
+        self._leaders_asked: Future[Leaders] | None = None
         limit = route.max_bytes_per_second
         self.limiter = None if limit is None else TokenBucket.full(limit, time.monotonic())
         self.throttled = False  # paused by the rate limit (not by a full queue)
@@ -221,6 +228,7 @@ class RouteWorker(ClientEvents):
             if self.replays:
                 self._replay()
             self._watch_producer()
+            self._watch_held_apart()
             self._store_offsets()
             self._report_backpressure()
             self.meter.publish()
@@ -271,12 +279,17 @@ class RouteWorker(ClientEvents):
     # -- the copy ----------------------------------------------------------------
 
     def _drain(self) -> None:
-        """Send the backlog, oldest first, until it is empty or the queue is full (then pause)."""
+        """Send the backlog, oldest first, until it is empty or the queue is full (then pause). Records of
+        partitions held apart are kept aside (``held_apart``)."""
+        limits = self.ack_stalls.limits
         while self.backlog and self.failure is None:
             message = self.backlog[0]
             if message.error() is not None:
                 self._on_consume_error(message)
-            elif (ledger := self.inflight.ledgers.get(key_of(message))) is not None:
+            elif (ledger := self.inflight.ledgers.get(key := key_of(message))) is not None:
+                if limits and key in limits and len(ledger) >= limits[key]:
+                    self._keep_aside(self.backlog.popleft(), key)
+                    continue
                 if ledger.repeats(offset_of(message)):
                     self._went_back(message, ledger)
                     continue  # taken out of the backlog, with the rest of the repeat
@@ -286,6 +299,8 @@ class RouteWorker(ClientEvents):
                     self._pause(True, throttled=True)
                     return
                 if not self._send(message):
+                    if self._make_room():
+                        continue  # a new producer: every partition placed again, this record's too
                     self._pause(True)
                     return
                 if self.limiter is not None:
@@ -458,10 +473,7 @@ class RouteWorker(ClientEvents):
                         "the last acknowledged record (duplicates, no loss) route=%s records=%d",
                         self.producer_watch.silent_for(), self.route.name, len(producer))
             metrics.ERRORS.labels(self.route.name, "producer_replaced").inc()
-            self._start_over()
-            self._producer = self._new_producer()
-            self.producer_watch.idle()
-            discard(producer)
+            self._renew_producer()
 
     def _last_reports(self) -> None:
         """What the worker stores in the state DB as it stops (the link then tries once more to store what it

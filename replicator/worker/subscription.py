@@ -81,6 +81,10 @@ class Membership:
     member: str
 
 
+# What the target's metadata says: the node leading each (topic, partition), and each node's address.
+Leaders = tuple[dict[tuple[str, int], int], dict[int, str]]
+
+
 @dataclass(frozen=True, slots=True)
 class Look:
     """What one look found: topic ids always; the rest only when the selection changed (or a hold)."""
@@ -313,6 +317,32 @@ class Subscription:
         except KafkaException:
             return False
         return True
+
+    def ask_leaders(self, topics: list[str], timeout: float) -> Future[Leaders]:
+        """The node leading each partition of the target ``topics``, and each node's address, as the target's
+        metadata says: asked in a thread of its own (with a node out of reach the request may go to it and wait
+        its whole ``timeout``), in one request of every topic's."""
+        target = self._target
+        assert target is not None
+        future: Future[Leaders] = Future()
+
+        def ask() -> None:
+            leaders: dict[tuple[str, int], int] = {}
+            nodes: dict[int, str] = {}
+            try:
+                metadata = target.list_topics(timeout=timeout)
+                nodes.update({node: str(broker) for node, broker in metadata.brokers.items()})
+                for topic in topics:
+                    found = metadata.topics.get(topic)
+                    if found is not None and found.error is None:
+                        leaders.update({(topic, p): part.leader for p, part in found.partitions.items()})
+            except BaseException as exc:  # noqa: BLE001 - handed to the loop
+                future.set_exception(exc)
+                return
+            future.set_result((leaders, nodes))
+
+        threading.Thread(target=ask, name=f"target-leaders-{self.route.name}", daemon=True).start()
+        return future
 
     def watermarks(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
         """(log start, log end) of source partitions, read in one go (see ``kafka.log_ranges.watermarks``)."""

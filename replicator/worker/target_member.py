@@ -270,5 +270,5 @@ class TargetMember(RouteWorker):
         """Assign the source partition at its placed offset (it was not assigned before): paused while a full
         queue pauses the others."""
         consumer.incremental_assign([tp])
-        if self.paused or tp.topic in self.paused_topics:
+        if self._kept_from_fetching((tp.topic, tp.partition)):
             consumer.pause([tp])

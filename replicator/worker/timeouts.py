@@ -19,6 +19,13 @@ class WorkerTimeouts:
     refresh: float = REFRESH_SECONDS  # between looks at the source's topics
     rejoin: float = 2.0  # between attempts to join while the group still holds this worker's id
     stalled: float = 60.0  # no delivery report this long while the target answers: the producer is replaced
+    # A partition's oldest record in flight waited this long: held apart (worker.held_apart). Its records filling
+    # the producer's queue unacknowledged for ack_give_up s (librdkafka's own request.timeout.ms: a slow link's
+    # requests may take seconds, a node that answers nothing for this long is gone), they are dropped to make
+    # room for the others; it probes again after ack_retry s (doubling).
+    ack_stall: float = 5.0
+    ack_give_up: float = 30.0
+    ack_retry: float = 5.0
     # Between reads of the owned partitions' ends (the lag gauges, stuck partitions): one ListOffsets of every
     # one, whose thousands of futures confluent-kafka resolves in Python. Read at each 5 s look, they and the
     # watches over them were a fifth of an idle worker's CPU at 2,000 partitions (5.5-6.0 % of a core, 4.3-4.7 %

@@ -163,6 +163,10 @@ class TransactionProducer(TargetMember):
     def _fetch_held(self) -> bool:
         return self._due()  # a due commit takes no records until what is in flight is acknowledged
 
+    def _watch_held_apart(self) -> None:
+        """No partition is held apart: a transaction commits all its partitions or none, so holding one apart
+        would free nothing (its records stay in the open transaction, whose commit waits for them)."""
+
     def _replace_producer(self) -> None:
         """A new producer (its init_transactions takes the transactional id over) copies again from the last
         commit; while the target does not answer, its start is tried again each turn. Fenced over and over:

@@ -218,7 +218,7 @@ class Watches(Placing):
         for tp in positions:
             key = (tp.topic, tp.partition)
             may_fetch = not (self.paused or self.failure or self.holding or key in self.unplaced or key in self.resets
-                             or tp.topic in self.paused_topics or self._fetch_held())
+                             or self._kept_from_fetching(key) or self._fetch_held())
             event = self.stuck_watch.observe(key, tp.offset if tp.offset >= 0 else None, ends.get(key), may_fetch,
                                              now)
             if isinstance(event, Moving):

@@ -1,0 +1,101 @@
+"""Which partitions are held apart because the target acknowledges nothing of them (domain.ack_stalls)."""
+
+from __future__ import annotations
+
+from replicator.domain.ack_stalls import AckStalls, Changes, nodes_apart
+
+A, B = ("t", 0), ("t", 1)
+
+
+def _stalls() -> AckStalls:
+    return AckStalls(after=5.0, retry=5.0, retry_max=20.0, probe=10)
+
+
+def test_a_partition_whose_oldest_record_waits_after_seconds_is_held_and_let_go_once_acknowledged() -> None:
+    stalls = _stalls()
+    assert stalls.observe({A: 10, B: 20}, {A: 10, B: 20}, 0.0) == Changes()
+    assert stalls.observe({A: 10, B: 25}, {A: 10, B: 25}, 4.9) == Changes()
+    assert stalls.observe({A: 10, B: 30}, {A: 10, B: 30}, 5.0) == Changes(held=(A,))
+    assert stalls.limits == {A: 0}  # nothing more of it in flight; B copies freely
+    assert stalls.observe({A: 10}, {A: 10}, 20.0) == Changes()  # still nothing of A acknowledged
+    assert stalls.observe({A: 11}, {A: 11}, 21.0) == Changes(released=(A,))
+    assert stalls.limits == {}
+
+
+def test_records_acknowledged_between_looks_count_as_moving() -> None:
+    stalls = _stalls()
+    stalls.observe({A: 10}, {A: 10}, 0.0)
+    stalls.observe({}, {}, 3.0)  # all of it acknowledged
+    assert stalls.observe({A: 30}, {A: 30}, 6.0) == Changes()  # a new oldest: watched afresh
+    assert stalls.observe({A: 30}, {A: 30}, 11.0) == Changes(held=(A,))
+
+
+def test_dropped_records_wait_then_probe_and_a_probe_held_again_waits_twice_as_long() -> None:
+    stalls = _stalls()
+    stalls.observe({A: 10}, {A: 10}, 0.0)
+    stalls.observe({A: 10}, {A: 10}, 5.0)
+    stalls.dropped([A], 6.0)  # the producer replaced: its records gone
+    assert stalls.waiting(A) and stalls.limits == {A: 0}
+    assert stalls.observe({}, {A: None}, 10.9) == Changes()
+    assert stalls.observe({}, {A: None}, 11.0) == Changes(probing=(A,))
+    assert stalls.limits == {A: 10}
+    stalls.observe({A: 10}, {A: None}, 12.0)  # its probe went
+    assert stalls.observe({A: 10}, {A: None}, 16.9) == Changes()
+    stalls.observe({A: 10}, {A: None}, 17.0)
+    assert stalls.limits == {A: 0}  # held again, its probe in flight
+    stalls.dropped([A], 18.0)
+    assert stalls.observe({}, {A: None}, 27.9) == Changes()  # 10 s now
+    assert stalls.observe({}, {A: None}, 28.0) == Changes(probing=(A,))
+    assert stalls.observe({}, {A: 11}, 29.0) == Changes(released=(A,))  # acknowledged: copies freely
+    assert stalls.limits == {}
+
+
+def test_the_wait_to_probe_doubles_up_to_its_most() -> None:
+    stalls = _stalls()
+    stalls.observe({A: 1}, {A: None}, 0.0)
+    stalls.observe({A: 1}, {A: None}, 5.0)
+    now = 5.0
+    for wait in (5.0, 10.0, 20.0, 20.0):
+        stalls.dropped([A], now)
+        assert stalls.observe({}, {A: None}, now + wait - 0.1) == Changes()
+        assert stalls.observe({}, {A: None}, now + wait) == Changes(probing=(A,))
+        stalls.observe({A: 1}, {A: None}, now + wait + 0.1)
+        stalls.observe({A: 1}, {A: None}, now + wait + 5.1)  # its probe held again
+        now += wait + 6.0
+
+
+def test_forgotten_partitions_are_no_longer_held() -> None:
+    stalls = _stalls()
+    stalls.observe({A: 1, B: 2}, {A: None, B: None}, 0.0)
+    stalls.observe({A: 1, B: 2}, {A: None, B: None}, 5.0)
+    assert stalls.forget([A]) == [A]
+    assert stalls.limits == {B: 0} and stalls.forget([A]) == []
+
+
+def test_nodes_apart_names_the_held_partitions_leaders_only_when_others_lead_partitions_waiting() -> None:
+    assert nodes_apart([2, 2], [1, 3, 2]) == frozenset({2})
+    assert nodes_apart([2, 3], [2, 3]) is None  # every node waiting leads a held partition: the whole target
+    assert nodes_apart([2], []) is None
+    assert nodes_apart([None], [1]) is None  # a leader unknown: nothing decided
+    assert nodes_apart([2], [None]) is None
+
+
+def test_unanswered_names_the_partitions_held_with_records_unacknowledged_for_so_long() -> None:
+    stalls = _stalls()
+    stalls.observe({A: 1, B: 1}, {A: None, B: None}, 0.0)
+    stalls.observe({A: 1, B: 2}, {A: None, B: 1}, 3.0)
+    stalls.observe({A: 1, B: 2}, {A: None, B: 1}, 8.0)  # A held (since 0), B held (since 3)
+    assert stalls.unanswered(29.9, 30.0) == []
+    assert stalls.unanswered(30.0, 30.0) == [A]
+    assert sorted(stalls.unanswered(33.0, 30.0)) == [A, B]
+    stalls.dropped([A], 33.0)  # its records gone: nothing of it unanswered
+    assert stalls.unanswered(40.0, 30.0) == [B]
+
+
+def test_partitions_set_aside_wait_to_probe_as_if_their_records_were_dropped() -> None:
+    stalls = _stalls()
+    stalls.observe({A: 1}, {A: None}, 0.0)
+    stalls.observe({A: 1}, {A: None}, 5.0)  # A held
+    assert stalls.set_aside([A, B], 6.0) == [B]  # A is held already
+    assert stalls.limits == {A: 0, B: 0} and stalls.waiting(B)
+    assert stalls.observe({A: 1}, {A: None, B: None}, 11.0) == Changes(probing=(B,))
