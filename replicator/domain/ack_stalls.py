@@ -159,14 +159,11 @@ class AckStalls:
         return apart is not None and apart.retry_at is not None
 
 
-def nodes_apart(held: Iterable[int | None], waiting: Iterable[int | None]) -> frozenset[int] | None:
-    """The nodes leading the partitions held apart (``held``: their leaders), when a partition waiting to be
-    copied is led by another node (``waiting``): the target's stall is those nodes', not all of it. None when
-    no waiting partition has another leader, or a leader is unknown."""
-    apart = set(held)
-    if None in apart:
+def nodes_apart(held: Iterable[int | None], others: Iterable[int | None]) -> frozenset[int] | None:
+    """The nodes leading the partitions held apart (``held``: their leaders, None where unknown), when another
+    node leads one of the ``others``: the target's stall is those nodes', not all of it. None when no leader of
+    the held is known, or none of the others' known leaders is another node."""
+    apart = {node for node in held if node is not None}
+    if not apart or not {node for node in others if node is not None} - apart:
         return None
-    others = set(waiting) - apart
-    if not others or None in others:
-        return None
-    return frozenset(node for node in apart if node is not None)
+    return frozenset(apart)

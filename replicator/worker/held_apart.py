@@ -187,7 +187,8 @@ class HeldApart(ClientEvents):
         try:
             leaders, addresses = asked.result()
         except (KafkaException, ClusterError) as exc:
-            log.debug("target leaders not read route=%s error=%s", self.route.name, exc)
+            log.info("partitions held apart: the target's metadata did not say who leads them, asked again in %.3g s "
+                     "route=%s error=%s", self.ack_stalls.after, self.route.name, exc)
             return None
 
         def leader(key: TP) -> int | None:
@@ -196,6 +197,9 @@ class HeldApart(ClientEvents):
 
         nodes = nodes_apart([leader(key) for key in held], [leader(key) for key in others])
         if nodes is None:
+            log.info("partitions held apart: the nodes leading them lead this worker's other partitions too, or "
+                     "none is known: the target is waited for route=%s held=%s", self.route.name,
+                     listed(f"{t}[{p}]@{leader((t, p))}" for t, p in sorted(held)))
             return None
         return (",".join(f"node {n} ({addresses.get(n, '?')})" for n in sorted(nodes)),
                 [key for key in sorted(others) if leader(key) in nodes])

@@ -320,28 +320,35 @@ class Subscription:
 
     def ask_leaders(self, topics: list[str], timeout: float) -> Future[Leaders]:
         """The node leading each partition of the target ``topics``, and each node's address, as the target's
-        metadata says: asked in a thread of its own (with a node out of reach the request may go to it and wait
-        its whole ``timeout``), in one request of every topic's."""
-        target = self._target
-        assert target is not None
+        metadata says, in threads of their own. Each address of the target's ``bootstrap.servers`` is asked by a
+        client of its own, the first answer taken: a client's metadata requests went to the node out of reach
+        every time in the three-node test (each timed out), while the other nodes would have answered."""
+        properties = self.config.cluster(self.route.target).client_properties()
+        addresses = [a.strip() for a in str(properties.get("bootstrap.servers", "")).split(",") if a.strip()]
         future: Future[Leaders] = Future()
+        lock, failed = threading.Lock(), []
 
-        def ask() -> None:
-            leaders: dict[tuple[str, int], int] = {}
-            nodes: dict[int, str] = {}
+        def ask(address: str) -> None:
             try:
-                metadata = target.list_topics(timeout=timeout)
-                nodes.update({node: str(broker) for node, broker in metadata.brokers.items()})
-                for topic in topics:
-                    found = metadata.topics.get(topic)
-                    if found is not None and found.error is None:
-                        leaders.update({(topic, p): part.leader for p, part in found.partitions.items()})
-            except BaseException as exc:  # noqa: BLE001 - handed to the loop
-                future.set_exception(exc)
+                client = self.clients.admin(admin_settings({**properties, "bootstrap.servers": address}))
+                metadata = client.list_topics(timeout=timeout)
+            except BaseException as exc:  # noqa: BLE001 - the last one handed to the loop
+                with lock:
+                    failed.append(exc)
+                    if len(failed) == len(addresses) and not future.done():
+                        future.set_exception(exc)
                 return
-            future.set_result((leaders, nodes))
+            nodes = {node: str(broker) for node, broker in metadata.brokers.items()}
+            leaders = {(topic, p): part.leader for topic in topics
+                       if (found := metadata.topics.get(topic)) is not None and found.error is None
+                       for p, part in found.partitions.items()}
+            with lock:
+                if not future.done():
+                    future.set_result((leaders, nodes))
 
-        threading.Thread(target=ask, name=f"target-leaders-{self.route.name}", daemon=True).start()
+        for address in addresses or [""]:
+            threading.Thread(target=ask, args=(address,), name=f"target-leaders-{self.route.name}",
+                             daemon=True).start()
         return future
 
     def watermarks(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:

@@ -19,9 +19,9 @@ from bench.chaoslib.report import (
 
 def _fault(index: int, kind: str, *, lost: int = 0, missing: int = 0, dups: int = 0, flow: float | None = 1.0,
            exits: tuple[WorkerExit, ...] = (), traceback: bool = False, pause: float | None = None,
-           wait: float | None = None) -> FaultOutcome:
+           wait: float | None = None, others: float | None = None) -> FaultOutcome:
     return FaultOutcome(index, kind, "source", "", 5.0, flow, 2.0, missing, dups, exits, traceback, lost=lost,
-                        pause_s=pause, wait_s=wait)
+                        pause_s=pause, wait_s=wait, pause_others_s=others)
 
 
 CRASH = WorkerExit("w1", 1, "mirrorflow: error: route chaos: boom", 12.0, expected=False)
@@ -29,7 +29,7 @@ KILLED = WorkerExit("w2", -9, "(killed by the harness)", 30.0, expected=True)
 OUTCOMES = [
     _fault(1, "worker-kill", dups=10, flow=2.0, exits=(KILLED,), pause=6.5, wait=1.5),
     _fault(2, "net-latency", dups=0, flow=0.5),
-    _fault(3, "worker-kill", dups=30, flow=4.0, exits=(CRASH,), pause=2.5, wait=3.25),
+    _fault(3, "worker-kill", dups=30, flow=4.0, exits=(CRASH,), pause=2.5, wait=3.25, others=0.75),
     _fault(4, "worker-kill", lost=3, missing=5, dups=2, flow=None, traceback=True),
 ]
 
@@ -48,6 +48,7 @@ def test_per_kind_figures() -> None:
     assert (kill["flow_p50_s"], kill["flow_max_s"], kill["no_flow"]) == (3.0, 4.0, 1)
     assert kill["pause_max_s"] == 6.5 and rows["net-latency"]["pause_max_s"] is None
     assert kill["wait_max_s"] == 3.25 and rows["net-latency"]["wait_max_s"] is None
+    assert kill["pause_others_max_s"] == 0.75 and rows["net-latency"]["pause_others_max_s"] is None
     assert (kill["exits"], kill["traceback"]) == (1, True)  # the harness's own kill is not an exit to report
     assert rows["net-latency"]["flow_p50_s"] == 0.5 and rows["net-latency"]["traceback"] is False
 
@@ -55,10 +56,10 @@ def test_per_kind_figures() -> None:
 def test_table_has_a_line_per_kind() -> None:
     lines = table(OUTCOMES).splitlines()
     assert lines[0].split()[:3] == ["kind", "count", "lost"] and set(lines[1]) <= {"-", " "}
-    assert lines[2].split() == ["worker-kill", "3", "3", "5", "30", "14.0", "3.0", "4.0", "6.5", "3.2", "1", "0", "1",
-                                "yes"]
-    assert lines[3].split() == ["net-latency", "1", "0", "0", "0", "0.0", "0.5", "0.5", "-", "-", "0", "0", "0",
-                                "no"]
+    assert lines[2].split() == ["worker-kill", "3", "3", "5", "30", "14.0", "3.0", "4.0", "6.5", "3.2", "0.8", "1",
+                                "0", "1", "yes"]
+    assert lines[3].split() == ["net-latency", "1", "0", "0", "0", "0.0", "0.5", "0.5", "-", "-", "-", "0", "0",
+                                "0", "no"]
 
 
 @pytest.mark.parametrize(("changes", "reason"), [

@@ -76,8 +76,9 @@ def test_nodes_apart_names_the_held_partitions_leaders_only_when_others_lead_par
     assert nodes_apart([2, 2], [1, 3, 2]) == frozenset({2})
     assert nodes_apart([2, 3], [2, 3]) is None  # every node waiting leads a held partition: the whole target
     assert nodes_apart([2], []) is None
-    assert nodes_apart([None], [1]) is None  # a leader unknown: nothing decided
+    assert nodes_apart([None], [1]) is None  # no leader of the held known: nothing decided
     assert nodes_apart([2], [None]) is None
+    assert nodes_apart([2, None], [None, 1]) == frozenset({2})  # the unknown ones left out
 
 
 def test_unanswered_names_the_partitions_held_with_records_unacknowledged_for_so_long() -> None:
