@@ -15,6 +15,7 @@ from bench.chaoslib.accounting import (
     longest_wait,
     true_losses,
 )
+from bench.chaoslib.cluster import CLUSTER_NAMES
 from bench.chaoslib.context import ROUTE, Chaos, Injected
 from bench.chaoslib.records import Stream
 from bench.chaoslib.report import FaultOutcome, Final
@@ -140,12 +141,23 @@ class Checker:
                             tuple(self.chaos.supervisor.exits[exits_before:]), bool(new_tracebacks),
                             round(injected_at - self.began, 1), duplicates_by_partition=by_partition,
                             pause_s=self._pause(heal, injected_at), wait_s=self._wait(heal, injected_at),
+                            pause_others_s=self._pause_others(injected, heal, injected_at),
                             reader_renewed=sum(t >= injected_at for t in self.chaos.reader.renewed_at))
 
-    def _pause(self, heal: Heal, injected_at: float) -> float | None:
-        """The longest time, from injection to the heal, in which no record of some steady partition arrived;
-        None for a fault that lasted no time (the start) or when nothing is written (the final check)."""
-        streams = [s for s in heal.marks if s not in self.stalled]
+    def _pause_others(self, injected: Injected, heal: Heal, injected_at: float) -> float | None:
+        """``_pause`` of the steady streams whose partition on the struck side the struck node did not lead (on the
+        target, their replica's); None for a fault that did not strike one node."""
+        if injected.struck is None or injected.side is None:
+            return None
+        prefix = f"{CLUSTER_NAMES['source']}." if injected.side == "target" else ""
+        spared = {s for s in heal.marks if (prefix + s.topic, s.partition) not in injected.struck}
+        return self._pause(heal, injected_at, spared)
+
+    def _pause(self, heal: Heal, injected_at: float, among: set[Stream] | None = None) -> float | None:
+        """The longest time, from injection to the heal, in which no record of some steady partition (of ``among``,
+        when given) arrived; None for a fault that lasted no time (the start) or when nothing is written (the final
+        check)."""
+        streams = [s for s in heal.marks if s not in self.stalled and (among is None or s in among)]
         if heal.at <= injected_at or not streams:
             return None
         reader = self.chaos.reader

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from bench.chaoslib.toxiproxy import ToxiproxyClient
@@ -56,6 +57,18 @@ class ProxiedCluster:
     def proxied(self) -> str:
         """Bootstrap servers of the workers (through the proxies)."""
         return ",".join(str(node.spec.proxied_bootstrap_servers) for node in self.nodes)
+
+    def led_by(self, node: int | None) -> frozenset[tuple[str, int]] | None:
+        """The partitions (this cluster's topic names) node ``node`` leads now; None for a cluster of one node (its
+        faults strike every partition) or when the metadata does not answer."""
+        if node is None:
+            return None
+        node_id = self.nodes[node].spec.node_id
+        try:
+            topics = AdminClient({"bootstrap.servers": self.direct, "log_level": 0}).list_topics(timeout=10).topics
+        except KafkaException:
+            return None
+        return frozenset((t.topic, p.id) for t in topics.values() for p in t.partitions.values() if p.leader == node_id)
 
     def pick(self, draw: Callable[[list[int]], int]) -> int | None:
         """The node a broker fault strikes (``draw`` chooses among the indexes), None for a cluster of one node,

@@ -55,6 +55,9 @@ class Injected:
     hold_s: float
     heal: Callable[[], None] = lambda: None
     loss_topic: str | None = None  # retention-gap: the topic whose losses the route must report
+    # A fault striking one node of a side: the partitions (that side's topic names) it led as it struck; the others'
+    # pause tells whether the route's other partitions went on.
+    struck: frozenset[tuple[str, int]] | None = None
 
 
 FaultFn = Callable[["Chaos"], Injected]

@@ -44,9 +44,10 @@ def node_partition(chaos: Chaos) -> Injected:
     side = chaos.rng.choice(SIDES)
     cluster = chaos.sides[side]
     node = cluster.pick(chaos.rng.choice)
+    struck = cluster.led_by(node)
     remove = cluster.toxic(chaos.proxies, "node-partition", "timeout", {"timeout": 0}, node)
     what = "black hole" if node is None else f"node {node + 1} black-holed for the workers"
-    return Injected(side, what, chaos.hold(2, chaos.settings.fault_seconds), remove)
+    return Injected(side, what, chaos.hold(2, chaos.settings.fault_seconds), remove, struck=struck)
 
 
 KINDS = {

@@ -64,8 +64,10 @@ def _broker_freeze(side: str) -> FaultFn:
     def inject(chaos: Chaos) -> Injected:
         cluster = chaos.sides[side]
         node = cluster.pick(chaos.rng.choice)
+        struck = cluster.led_by(node)
         cluster.freeze(node)
-        return Injected(side, f"{_node(node)} SIGSTOP", chaos.hold(2, chaos.settings.fault_seconds), cluster.thaw)
+        return Injected(side, f"{_node(node)} SIGSTOP", chaos.hold(2, chaos.settings.fault_seconds), cluster.thaw,
+                        struck=struck)
     return inject
 
 
@@ -73,8 +75,9 @@ def _broker_kill(side: str) -> FaultFn:
     def inject(chaos: Chaos) -> Injected:
         cluster = chaos.sides[side]
         node = cluster.pick(chaos.rng.choice)
+        struck = cluster.led_by(node)
         cluster.kill(node)
-        return Injected(side, f"{_node(node)} SIGKILL", chaos.hold(1, 3), lambda: cluster.start(node))
+        return Injected(side, f"{_node(node)} SIGKILL", chaos.hold(1, 3), lambda: cluster.start(node), struck=struck)
     return inject
 
 

@@ -43,6 +43,9 @@ class FaultOutcome:
     # The longest a record the source acknowledged while the fault lasted waited until it arrived on the target: the
     # route's own delay (a pause the source caused is not in it).
     wait_s: float | None = None
+    # A fault that struck one node: the pause of the partitions it did not lead (on the side it struck), which the
+    # route must go on copying; None for other faults.
+    pause_others_s: float | None = None
     # The harness's own reader stood still and was made anew between injection and the end of the check: the
     # figures above then include up to two of its 5 s looks, which are not the route's.
     reader_renewed: int = 0
@@ -84,6 +87,7 @@ def kind_rows(outcomes: Sequence[FaultOutcome]) -> list[dict[str, Any]]:
         flows = [o.flow_s for o in mine if o.flow_s is not None]
         pauses = [o.pause_s for o in mine if o.pause_s is not None]
         waits = [o.wait_s for o in mine if o.wait_s is not None]
+        others = [o.pause_others_s for o in mine if o.pause_others_s is not None]
         dups = [o.duplicates for o in mine]
         rows.append({
             "kind": kind, "count": len(mine), "lost": sum(o.lost for o in mine),
@@ -91,6 +95,7 @@ def kind_rows(outcomes: Sequence[FaultOutcome]) -> list[dict[str, Any]]:
             "dups_max": max(dups), "dups_mean": sum(dups) / len(dups),
             "flow_p50_s": _p50(flows), "flow_max_s": max(flows) if flows else None,
             "pause_max_s": max(pauses) if pauses else None, "wait_max_s": max(waits) if waits else None,
+            "pause_others_max_s": max(others) if others else None,
             "no_flow": sum(o.flow_s is None for o in mine), "unsettled": sum(o.settle_s is None for o in mine),
             "exits": sum(1 for o in mine for e in o.exits if not e.expected),
             "traceback": any(o.traceback for o in mine),
@@ -105,12 +110,13 @@ def _seconds(value: float | None) -> str:
 def table(outcomes: Sequence[FaultOutcome]) -> str:
     """The per-kind table as text."""
     head = ("kind", "count", "lost", "missing", "dups max", "dups mean", "flow p50 s", "flow max s", "pause max s",
-            "wait max s", "no flow", "unsettled", "exits", "traceback")
+            "wait max s", "others' pause max s", "no flow", "unsettled", "exits", "traceback")
     lines = [head]
     for row in kind_rows(outcomes):
         lines.append((row["kind"], str(row["count"]), str(row["lost"]), str(row["missing"]), str(row["dups_max"]),
                       f"{row['dups_mean']:.1f}", _seconds(row["flow_p50_s"]), _seconds(row["flow_max_s"]),
-                      _seconds(row["pause_max_s"]), _seconds(row["wait_max_s"]), str(row["no_flow"]),
+                      _seconds(row["pause_max_s"]), _seconds(row["wait_max_s"]),
+                      _seconds(row["pause_others_max_s"]), str(row["no_flow"]),
                       str(row["unsettled"]), str(row["exits"]), "yes" if row["traceback"] else "no"))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)

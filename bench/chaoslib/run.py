@@ -93,6 +93,7 @@ def _line(outcome: FaultOutcome, checker: Checker, cycles: int) -> str:
     flow = "-" if outcome.flow_s is None else f"{outcome.flow_s:.1f}s"
     pause = "" if outcome.pause_s is None else f", pause {outcome.pause_s:.1f}s"
     pause += "" if outcome.wait_s is None else f", wait {outcome.wait_s:.1f}s"
+    pause += "" if outcome.pause_others_s is None else f", others' pause {outcome.pause_others_s:.1f}s"
     settle = "NOT SETTLED" if outcome.settle_s is None else f"{outcome.settle_s:.1f}s"
     return (f"#{outcome.index}/{cycles} {outcome.kind} side={outcome.side or '-'} {outcome.duration_s:.1f}s "
             f"({outcome.detail}): settled {settle}, flow {flow}{pause}, "
