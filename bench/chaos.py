@@ -60,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--brokers", type=int, default=1,
                         help="nodes per cluster (default 1: a broker fault is an outage of the side; 3: topics with "
                              "three copies, a broker fault strikes one node and leaders move, a restart rolls)")
+    parser.add_argument("--producer-queue", type=int, default=None, metavar="N",
+                        help="the workers' producer queue, in records (queue.buffering.max.messages; default "
+                             "MirrorFlow's 200,000): a small one makes the harness's rates fill it, so back-pressure "
+                             "meets every fault")
     parser.add_argument("--report", type=Path, help="write every event as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir with every log")
     parser.add_argument("--toxiproxy", type=Path, default=REPO / ".cache" / "bin" / "toxiproxy-server",
@@ -75,6 +79,8 @@ def settings_of(args: argparse.Namespace) -> Settings:
     for name in ("cycles", "workers", "topics", "partitions", "brokers"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name} must be at least 1")
+    if args.producer_queue is not None and args.producer_queue < 1:
+        raise ValueError("--producer-queue must be at least 1")
     if args.rate <= 0 or args.fault_seconds <= 0:
         raise ValueError("--rate and --fault-seconds must be positive")
     kinds = choose_kinds([k.strip() for k in args.kinds.split(",") if k.strip()], state)
@@ -84,7 +90,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
     return Settings(cycles=args.cycles, seed=args.seed, kinds=kinds, workers=args.workers, topics=args.topics,
                     partitions=args.partitions, rate=args.rate, fault_seconds=args.fault_seconds, state=state,
                     toxiproxy=args.toxiproxy, report=args.report, keep=args.keep, guarantee=args.guarantee,
-                    overlap=args.overlap, brokers=args.brokers)
+                    overlap=args.overlap, brokers=args.brokers, producer_queue=args.producer_queue)
 
 
 def progress(message: str) -> None:

@@ -44,6 +44,7 @@ class Settings:
     guarantee: str = "at-least-once"  # the route's (exactly-once: the target is read read_committed, 0 duplicates)
     overlap: bool = False  # each fault a pair: a mover during a trouble (see faults.PairDeck)
     brokers: int = 1  # nodes per cluster (several: a broker fault strikes one node, see cluster.py)
+    producer_queue: int | None = None  # the workers' queue.buffering.max.messages (None: MirrorFlow's default)
 
 
 @dataclass(frozen=True)

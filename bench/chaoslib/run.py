@@ -47,13 +47,16 @@ def _worker_env() -> dict[str, str]:
     return env
 
 
-def _config(work: Path, sides: dict[str, ProxiedCluster], state_url: str, guarantee: str) -> Path:
+def _config(work: Path, sides: dict[str, ProxiedCluster], state_url: str, settings: Settings) -> Path:
     """The workers' mirrorflow.yaml: both clusters through their proxies, one route."""
     path = work / "mirrorflow.yaml"
+    route = {"name": ROUTE, "source": CLUSTER_NAMES["source"], "target": CLUSTER_NAMES["target"],
+             "topics": [f"{TOPIC_PREFIX}.*"], "guarantee": settings.guarantee}
+    if settings.producer_queue is not None:
+        route["producer"] = {"queue.buffering.max.messages": str(settings.producer_queue)}
     path.write_text(json.dumps({  # JSON is YAML
         "clusters": {CLUSTER_NAMES[side]: {"bootstrap.servers": cluster.proxied} for side, cluster in sides.items()},
-        "routes": [{"name": ROUTE, "source": CLUSTER_NAMES["source"], "target": CLUSTER_NAMES["target"],
-                    "topics": [f"{TOPIC_PREFIX}.*"], "guarantee": guarantee}],
+        "routes": [route],
         "state": {"url": state_url},
     }, indent=2))
     return path
@@ -67,7 +70,7 @@ def _setup(settings: Settings, work: Path, stack: contextlib.ExitStack, began: f
         stack.callback(cluster.close)
     statedb = StateDb(settings.state, work / "state")
     stack.callback(lambda: statedb.close(keep=settings.keep))
-    config = _config(work, sides, statedb.url, settings.guarantee)
+    config = _config(work, sides, statedb.url, settings)
     verifier = Verifier(sides["source"].direct, settings.rate, settings.padding)
     stack.callback(verifier.stop)
     reader = TargetReader(sides["target"].direct)

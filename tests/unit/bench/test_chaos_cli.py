@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from bench.chaos import main
+from bench.chaoslib.context import Settings
 from bench.chaoslib.faults import FAULTS, Deck, choose_kinds
+from bench.chaoslib.run import _config
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -18,6 +21,7 @@ from bench.chaoslib.faults import FAULTS, Deck, choose_kinds
     (["--toxiproxy", "/bin/true"], "chaos.py: toxiproxy: /bin/true is not a Toxiproxy server"),
     (["--cycles", "0"], "chaos.py: --cycles must be at least 1"),
     (["--brokers", "0"], "chaos.py: --brokers must be at least 1"),
+    (["--producer-queue", "0"], "chaos.py: --producer-queue must be at least 1"),
 ])
 def test_bad_input_exits_2_with_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--state", "sqlite", *argv]) == 2
@@ -137,3 +141,9 @@ def test_a_trouble_that_cannot_be_injected_heals_the_mover_first() -> None:
     with pytest.raises(RuntimeError, match="toxiproxy refused"):
         together(mover, trouble)(object())  # type: ignore[arg-type]
     assert healed == ["worker-kill"]
+
+
+def test_the_producer_queue_goes_to_the_route_only_when_given(tmp_path: Path) -> None:
+    for queue, want in ((None, None), (500, {"queue.buffering.max.messages": "500"})):
+        path = _config(tmp_path, {}, "sqlite:///x.db", Settings(producer_queue=queue))
+        assert json.loads(path.read_text())["routes"][0].get("producer") == want
