@@ -42,12 +42,19 @@ def watermarks(admin: AdminClient, partitions: Sequence[Partition],
                timeout: float = 10.0) -> dict[Partition, tuple[int, int]]:
     """(log start, log end) of each partition: both requests in flight at once (2,000 partitions over a 50 ms
     link: 0.1 s, not 200 s). KafkaException when one cannot be read (a partition without a leader for now: the
-    caller asks again)."""
+    caller asks again), ClusterError when one is answered with no offset: a source node black-holed for the
+    worker (three-node fault run, seed 322) had both ends of its partitions answered as -1001, which placing took
+    for a log that ended before the committed offset, and copied the partition again from its start."""
     if not partitions:
         return {}
     starts, ends_ = _asked(admin, partitions, EARLIEST, timeout), _asked(admin, partitions, LATEST, timeout)
-    return {key: (starts[key].result(timeout=timeout + 5).offset, ends_[key].result(timeout=timeout + 5).offset)
-            for key in partitions}
+    marks = {key: (starts[key].result(timeout=timeout + 5).offset, ends_[key].result(timeout=timeout + 5).offset)
+             for key in partitions}
+    unknown = [f"{topic}[{partition}]" for (topic, partition), (low, high) in marks.items() if low < 0 or high < 0]
+    if unknown:
+        raise ClusterError(f"log range of {', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''} not known: "
+                           "answered without an offset (its leader out of reach?)")
+    return marks
 
 
 def ends(admin: AdminClient, cluster: str, partitions: Sequence[Partition],
@@ -59,11 +66,15 @@ def ends(admin: AdminClient, cluster: str, partitions: Sequence[Partition],
     out: dict[Partition, int] = {}
     for (topic, partition), future in _asked(admin, partitions, LATEST, TIMEOUT_S, stable).items():
         try:
-            out[(topic, partition)] = future.result(timeout=TIMEOUT_S + 5).offset
+            end = future.result(timeout=TIMEOUT_S + 5).offset
         except KafkaException as exc:
             if error_name(exc) == "UNKNOWN_TOPIC_OR_PART":
                 continue
             raise ClusterError(f"cluster {cluster!r}: end of {topic}-{partition}: {error_text(exc)}") from None
+        if end < 0:  # no error and no offset: its leader out of reach (see ``watermarks``)
+            raise ClusterError(f"cluster {cluster!r}: end of {topic}-{partition} not known: answered without an "
+                               "offset (its leader out of reach?)")
+        out[(topic, partition)] = end
     return out
 
 

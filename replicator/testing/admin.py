@@ -8,7 +8,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import OFFSET_INVALID, IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic, OffsetSpec
 
 from replicator.kafka.log_ranges import EARLIEST
@@ -143,6 +143,8 @@ class FakeAdmin(FakeLogin):
         self._check("list_offsets")
 
         def listed(tp: TopicPartition, spec: OffsetSpec) -> ListedOffset:
+            if self.cluster.out_of_reach(tp.topic, tp.partition):  # seen on real brokers: no error, no offset
+                return ListedOffset(OFFSET_INVALID)
             low, high = self.cluster.watermarks(tp.topic, tp.partition)
             if spec != EARLIEST and isolation_level == IsolationLevel.READ_COMMITTED:
                 high = self.cluster.log(tp.topic, tp.partition).stable_end

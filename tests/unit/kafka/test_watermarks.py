@@ -1,4 +1,4 @@
-"""kafka.log_ranges.watermarks: every partition's log start and end in one request each (on the fakes)."""
+"""kafka.log_ranges: every partition's log start and end in one request each (on the fakes)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from replicator.kafka.log_ranges import watermarks
+from replicator.errors import ClusterError
+from replicator.kafka.log_ranges import ends, watermarks
 from replicator.testing import FakeKafka
 from replicator.testing.admin import FakeAdmin
 
@@ -41,3 +42,20 @@ def test_a_partition_that_cannot_be_read_raises_for_the_caller_to_ask_again(kafk
     kafka["source"].failures["list_offsets"] = 1
     with pytest.raises(KafkaException, match="timed out"):
         watermarks(admin(kafka), [("orders", 0)])
+
+
+def test_a_partition_answered_without_an_offset_raises_naming_it(kafka: FakeKafka) -> None:
+    """Its leader out of the client's reach: librdkafka answered -1001 for both ends, no error."""
+    kafka["source"].leaders[("orders", 1)] = 2
+    kafka["source"].cut_off.add(2)
+    with pytest.raises(ClusterError, match=r"log range of orders\[1\] not known"):
+        watermarks(admin(kafka), [("orders", 0), ("orders", 1)])
+
+
+def test_an_end_answered_without_an_offset_is_not_an_end(kafka: FakeKafka) -> None:
+    """The lag gauges, the failover's fence and its RPO read ends: -1001 is none of them."""
+    assert ends(admin(kafka), "source", [("orders", 1)]) == {("orders", 1): 10}
+    kafka["source"].leaders[("orders", 1)] = 2
+    kafka["source"].cut_off.add(2)
+    with pytest.raises(ClusterError, match=r"end of orders-1 not known"):
+        ends(admin(kafka), "source", [("orders", 1)])
