@@ -68,8 +68,7 @@ class HeldApart(ClientEvents):
         for key, ledger in self.inflight.ledgers.items():
             if len(ledger):
                 oldest[key] = ledger.peek()
-                acked[key] = ledger.committable
-            elif key in limits:
+            if len(ledger) or key in limits:
                 acked[key] = ledger.committable
         changes = self.ack_stalls.observe(oldest, acked, now)
         if changes.held:

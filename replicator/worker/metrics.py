@@ -42,8 +42,8 @@ RATE_LIMIT = Gauge("mirrorflow_rate_limit_bytes_per_second",
 STUCK = Counter("mirrorflow_stuck_partitions_total", "Partitions found stuck (fetch position still while the "
                 "source's end moved on for stuck_after s), by the remedy taken", ["route", "remedy"])
 STUCK_NOW = Gauge("mirrorflow_partitions_stuck", "Owned partitions found stuck and not fetching since", ["route"])
-HELD_APART = Gauge("mirrorflow_partitions_held_apart", "Owned partitions the target acknowledges nothing of while it "
-                   "acknowledges the others: held apart, the others go on (worker.held_apart)", ["route"])
+HELD_APART = Gauge("mirrorflow_partitions_held_apart", "Owned partitions held apart: the target acknowledged none of "
+                   "their records for 5 s; the others go on (worker.held_apart)", ["route"])
 STATES = Gauge("mirrorflow_partitions_in_state", "Owned partitions per state (COPYING, CATCHING_UP, PAUSED, STUCK; "
                "see domain.partition_state)", ["route", "state"])
 PAUSED = Gauge("mirrorflow_paused_partitions", "Assigned source partitions of topics the operator paused", ["route"])

@@ -324,7 +324,7 @@ class Subscription:
         client of its own, the first answer taken: a client's metadata requests went to the node out of reach
         every time in the three-node test (each timed out), while the other nodes would have answered."""
         properties = self.config.cluster(self.route.target).client_properties()
-        addresses = [a.strip() for a in str(properties.get("bootstrap.servers", "")).split(",") if a.strip()]
+        addresses = [a.strip() for a in str(properties.get("bootstrap.servers", "")).split(",") if a.strip()] or [""]
         future: Future[Leaders] = Future()
         lock, failed = threading.Lock(), []
 
@@ -346,7 +346,7 @@ class Subscription:
                 if not future.done():
                     future.set_result((leaders, nodes))
 
-        for address in addresses or [""]:
+        for address in addresses:
             threading.Thread(target=ask, args=(address,), name=f"target-leaders-{self.route.name}",
                              daemon=True).start()
         return future
