@@ -16,9 +16,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from procs import (  # noqa: E402
     POLL_S,
     Child,
+    Children,
     Offsets,
     StepFailed,
-    cpu_seconds,
+    cpu_total,
     java,
     percentile,
     progress,
@@ -86,7 +87,7 @@ def raw_consumer(env: Env, topic: str) -> dict[str, Any]:
     return result
 
 
-def watch_copy(env: Env, peer: Child, label: str, target_topic: str, size: int,
+def watch_copy(env: Env, peer: Child | Children, label: str, target_topic: str, size: int,
                budget_s: float | None = None, counter: Any = None) -> dict[str, Any]:
     """From the peer's launch until ``target_topic`` holds N records (polled every 0.2 s), or, with
     ``budget_s``, until that long after the first record (then the figures are of what was copied by then,
@@ -103,7 +104,7 @@ def watch_copy(env: Env, peer: Child, label: str, target_topic: str, size: int,
             peer.check_alive(f"{label} copy")
             now = time.monotonic()
             count = offsets.total(target_topic)
-            cpu = cpu_seconds(peer.pid)
+            cpu = cpu_total(peer.pids)
             if count > 0 and first_at is None:
                 first_at, first_cpu = now, cpu
                 progress(f"  {label}: first records on the target after {now - launched:.1f} s")
@@ -158,7 +159,7 @@ def copy_once(watch: Env, label: str, launch: Any, target_topic: str, size: int,
     """Launch a peer (``launch()``), watch it copy the backlog into ``target_topic`` (``watch_copy``; at most
     ``budget_s`` s from its first record), stop it; its figures, or ``error``, and its exit code."""
     progress(f"{label}: starting, copying into {target_topic}")
-    peer: Child = launch()
+    peer: Child | Children = launch()
     result: dict[str, Any] = {"label": label}
     try:
         result.update(watch_copy(watch, peer, label, target_topic, size, budget_s))

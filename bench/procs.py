@@ -91,6 +91,10 @@ class Child:
     def pid(self) -> int:
         return self.process.pid
 
+    @property
+    def pids(self) -> list[int]:
+        return [self.process.pid]
+
     def alive(self) -> bool:
         return self.process.poll() is None
 
@@ -119,6 +123,35 @@ class Child:
         if self in Child.running:
             Child.running.remove(self)
         return self.process.returncode
+
+
+class Children:
+    """Several processes of one peer (a route's workers) watched and stopped as one."""
+
+    def __init__(self, name: str, children: list[Child]) -> None:
+        if not children:
+            raise ValueError(f"{name}: no process")
+        self.name, self.children = name, children
+        self.log = children[0].log
+
+    @property
+    def pids(self) -> list[int]:
+        return [child.pid for child in self.children]
+
+    def check_alive(self, step: str) -> None:
+        for child in self.children:
+            child.check_alive(step)
+
+    def stop(self, timeout: float = 30) -> int | None:
+        """Stop every process; the first non-zero exit code, else 0."""
+        codes = [child.stop(timeout) for child in self.children]
+        return next((code for code in codes if code), codes[0])
+
+
+def cpu_total(pids: list[int]) -> float | None:
+    """``cpu_seconds`` summed over processes (None when one cannot be read)."""
+    values = [cpu_seconds(pid) for pid in pids]
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
 
 
 def java(main_class: str, *args: str, heap: str = "512m") -> list[str]:
