@@ -13,7 +13,7 @@ sys.path.insert(0, str(REPO))
 
 
 from measure import Env  # noqa: E402
-from procs import Child  # noqa: E402
+from procs import Child, Children  # noqa: E402
 
 from replicator.jars import kafka_classpath  # noqa: E402
 
@@ -32,6 +32,18 @@ def start_mirrorflow(env: Env, size: int | str, topics: list[str], *, metrics_po
     return Child("mirrorflow run", [*mirrorflow_cli(), "--log-level", "info", "run", "--config", str(config),
                                     "--route", f"bench-{size}", *metrics],
                  env.work / (log or f"mirrorflow-{size}.log"), cwd=env.work, env={"PYTHONPATH": str(REPO)})
+
+
+def start_mirrorflow_workers(env: Env, size: int | str, topics: list[str], workers: int, *,
+                             alias: str = MF_SOURCE_ALIAS, route: dict[str, Any] | None = None) -> Children:
+    """``workers`` processes of route ``bench-<size>`` on this host (``--worker-id`` w1..wN: one group, the
+    partitions shared), each with its own clients: a producer, and so connections, of its own."""
+    config = mirrorflow_config(env, size, topics, route, alias)
+    return Children(f"mirrorflow run x{workers}", [
+        Child(f"mirrorflow run w{i}", [*mirrorflow_cli(), "--log-level", "info", "run", "--config", str(config),
+                                       "--route", f"bench-{size}", "--worker-id", f"w{i}"],
+              env.work / f"mirrorflow-{size}-w{i}.log", cwd=env.work, env={"PYTHONPATH": str(REPO)})
+        for i in range(1, workers + 1)])
 
 
 def mirrorflow_config(env: Env, size: int | str, topics: list[str], route: dict[str, Any] | None = None,

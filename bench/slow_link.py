@@ -37,8 +37,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from measure import MB, PARTITIONS, Env, copy_once, raw_producer  # noqa: E402
-from peers import start_mirrorflow, start_mm2  # noqa: E402
+from measure import MB, Env, copy_once, raw_producer  # noqa: E402
+from peers import start_mirrorflow, start_mirrorflow_workers, start_mm2  # noqa: E402
 from procs import StepFailed, bench_parser, create_topics, progress, run_bench, tear_down  # noqa: E402
 from scale import machine  # noqa: E402
 
@@ -86,35 +86,45 @@ def share(value: float | None, of: float | None) -> float | None:
     return None if value is None or not of else 100.0 * value / of
 
 
-def shape_link(proxies: ToxiproxyClient, proxy: str, link: Link) -> list[str]:
-    """Put ``link``'s toxics on the proxy (every earlier toxic removed); returns their names."""
+def shape_link(proxies: ToxiproxyClient, nodes: list[str], link: Link) -> list[str]:
+    """Put ``link``'s toxics on the proxy of each of the target's ``nodes`` (every earlier toxic removed);
+    returns their names."""
     proxies.reset()
     names: list[str] = []
-    for kind, attributes in link.toxics():
-        names += proxies.add_toxic(proxy, f"{kind}-{link.tag}", kind, attributes)
+    for proxy in nodes:
+        for kind, attributes in link.toxics():
+            names += proxies.add_toxic(proxy, f"{kind}-{link.tag}", kind, attributes)
     return names
 
 
 # MirrorFlow's producer defaults that matter on a long link, given to the link's raw producer and to the
-# tuned MirrorMaker 2 run, so that each is measured at its best.
-TUNED_PRODUCER = {key: PRODUCER_DEFAULTS[key] for key in ("batch.size", "linger.ms", "compression.type")}
+# tuned MirrorMaker 2 run, so that each is measured at its best. A Java producer puts the batches of every
+# partition a node leads in one request of at most max.request.size (1 MB by default: one full batch); its
+# equivalent in librdkafka, message.max.bytes, is MirrorFlow's 100 MiB (librdkafka sends one partition per
+# request, so it bounds only a single record there).
+TUNED_PRODUCER = {key: PRODUCER_DEFAULTS[key] for key in ("batch.size", "linger.ms", "compression.type")} \
+    | {"max.request.size": PRODUCER_DEFAULTS["message.max.bytes"]}
 
 
-def run_link(env: Env, watch: Env, proxies: ToxiproxyClient, args: argparse.Namespace, link: Link) -> dict[str, Any]:
-    """Both peers over one link shape."""
-    shape_link(proxies, "target", link)
+def run_link(env: Env, watch: Env, proxies: ToxiproxyClient, nodes: list[str], args: argparse.Namespace,
+             link: Link) -> dict[str, Any]:
+    """Both peers over one link shape (``nodes``: the proxies of the target's nodes)."""
+    shape_link(proxies, nodes, link)
     progress(f"== link to the target: {link.name} round trip{' and cap each way' if link.cap_mb_s else ''}")
     mf, mm, mt = f"mf{link.tag}", f"mm{link.tag}", f"mt{link.tag}"
     run: dict[str, Any] = {"rtt_ms": link.rtt_ms, "cap_mb_s": link.cap_mb_s}
+    route = {"producer": args.mirrorflow_producer} if args.mirrorflow_producer else None
     run["link"] = link_capacity(env, watch, args, f"raw{link.tag}")
-    run["mirrorflow"] = copy_once(watch, f"MirrorFlow ({link.name})",
-                                  lambda: start_mirrorflow(env, f"link-{link.tag}", [TOPIC], alias=mf),
-                                  f"{mf}.{TOPIC}", args.size, args.budget)
+    run["mirrorflow"] = copy_once(watch, f"MirrorFlow ({link.name})", lambda: start_mirrorflow_workers(
+        env, f"link-{link.tag}", [TOPIC], args.workers, alias=mf, route=route) if args.workers > 1 else
+        start_mirrorflow(env, f"link-{link.tag}", [TOPIC], alias=mf, route=route), f"{mf}.{TOPIC}", args.size,
+        args.budget)
     if not args.no_mm2:
+        tasks = {"tasks.max": str(args.workers)}
         run["mm2"] = copy_once(watch, f"MirrorMaker 2 ({link.name})",
-                               lambda: start_mm2(env, f"link-{link.tag}", [TOPIC], alias=mm),
+                               lambda: start_mm2(env, f"link-{link.tag}", [TOPIC], alias=mm, extra=tasks),
                                f"{mm}.{TOPIC}", args.size, args.budget)
-        tuned = {f"target.producer.{key}": value for key, value in TUNED_PRODUCER.items()}
+        tuned = tasks | {f"target.producer.{key}": value for key, value in TUNED_PRODUCER.items()}
         run["mm2_tuned"] = copy_once(watch, f"MirrorMaker 2 tuned ({link.name})",
                                      lambda: start_mm2(env, f"link-{link.tag}-tuned", [TOPIC], alias=mt, extra=tuned),
                                      f"{mt}.{TOPIC}", args.size, args.budget)
@@ -125,7 +135,7 @@ def run_link(env: Env, watch: Env, proxies: ToxiproxyClient, args: argparse.Name
 def link_capacity(env: Env, watch: Env, args: argparse.Namespace, topic: str) -> dict[str, Any]:
     """What the link carries at best: ``ProducerPerformance`` (MirrorFlow's producer settings) writing as many
     records into a fresh target topic through the proxy."""
-    create_topics(watch.target, {topic: PARTITIONS})
+    create_topics(watch.target, {topic: args.partitions})
     through = Env(env.work, env.target, env.target, records=args.records, latency_seconds=0)
     try:
         return raw_producer(through, topic, args.size, tuple(f"{k}={v}" for k, v in TUNED_PRODUCER.items()))
@@ -156,9 +166,12 @@ def table(report: dict[str, Any]) -> str:
     runs = report["runs"]
     local = {peer: _rate(runs[0].get(peer)) for peer in PEERS} if runs and not runs[0]["rtt_ms"] \
         and not runs[0]["cap_mb_s"] else {}
-    lines = [f"\n=== {s['records']:,} records x {s['size']} B on {PARTITIONS} partitions, the target behind "
-             f"Toxiproxy; {report['machine']['cpus']} CPUs; MB/s, and in brackets % of the same peer's rate "
-             f"on the 0 ms link ===",
+    workers, brokers = s.get("workers", 1), s.get("brokers", 1)
+    plural = "s" if workers > 1 else ""
+    lines = [f"\n=== {s['records']:,} records x {s['size']} B on {s.get('partitions', 4)} partitions, "
+             f"{workers} MirrorFlow worker{plural} / MM2 task{plural}, the target's {brokers} node"
+             f"{'s' if brokers > 1 else ''} behind Toxiproxy; {report['machine']['cpus']} CPUs; MB/s, and in "
+             f"brackets % of the same peer's rate on the 0 ms link ===",
              f"{'link (round trip, cap)':24}{'link MB/s':>10}{'MirrorFlow':>18}{'MF % link':>10}"
              f"{'MM2':>18}{'MM2 tuned':>18}{'MF / MM2':>9}{'MF / tuned':>11}"]
     for run in runs:
@@ -196,6 +209,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--budget", type=float, default=90.0,
                         help="seconds a peer may copy for (from its first record); a slower one is measured on "
                              "what it copied by then (default 90)")
+    parser.add_argument("--partitions", type=int, default=4, help="partitions of the topic copied (default 4)")
+    parser.add_argument("--brokers", type=int, default=1,
+                        help="nodes per cluster, each behind a proxy of its own; every topic has one copy, its "
+                             "partitions' leaders spread over the nodes: the link is measured, not the "
+                             "brokers' replication on this machine's cores (default 1)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="MirrorFlow worker processes of the route, and MM2's tasks.max (default 1)")
+    parser.add_argument("--mirrorflow-producer", action="append", default=[], metavar="KEY=VALUE",
+                        help="a librdkafka setting of MirrorFlow's producer (the route's `producer:`), repeatable")
     parser.add_argument("--no-mm2", action="store_true", help="skip MirrorMaker 2")
     parser.add_argument("--toxiproxy", type=Path, default=TOXIPROXY, help="toxiproxy-server (make toxiproxy)")
     args = parser.parse_args(argv)
@@ -207,6 +229,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--rtts/--caps: {exc}")
     if any(v < 0 for v in args.rtts) or any(v <= 0 for v in args.caps):
         parser.error("--rtts must be >= 0 and --caps > 0")
+    pairs = [item.partition("=") for item in args.mirrorflow_producer]
+    if any(not key or not sep for key, sep, _ in pairs):
+        parser.error("--mirrorflow-producer takes KEY=VALUE")
+    args.mirrorflow_producer = {key: value for key, _, value in pairs}
+    if args.partitions < 1 or args.workers < 1 or args.brokers < 1:
+        parser.error("--partitions, --workers and --brokers must be >= 1")
     return args
 
 
@@ -215,15 +243,15 @@ def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
     server = ToxiproxyServer(args.toxiproxy, work / "toxiproxy.log")
     report["_proxy"] = server
     progress("starting clusters (each behind its own proxy; the peers reach the target through it)")
-    sides: dict[str, ProxiedCluster] = start_clusters(work / "clusters", server.client)
-    report["_clusters"] = [side.cluster for side in sides.values()]
+    sides: dict[str, ProxiedCluster] = start_clusters(work / "clusters", server.client, args.brokers, copies=1)
+    report["_clusters"] = [node for side in sides.values() for node in side.nodes]
     source, target = sides["source"], sides["target"]
     env = Env(work, source.direct, target.proxied, records=args.records, latency_seconds=0)
     watch = Env(work, source.direct, target.direct, records=args.records, latency_seconds=0)
-    create_topics(source.direct, {TOPIC: PARTITIONS})
+    create_topics(source.direct, {TOPIC: args.partitions})
     report["backlog"] = raw_producer(watch, TOPIC, args.size)
     for link in links(args.rtts, args.caps, args.cap_rtt):
-        report["runs"].append(run_link(env, watch, server.client, args, link))
+        report["runs"].append(run_link(env, watch, server.client, target.proxies, args, link))
 
 
 def stop_all(report: dict[str, Any]) -> None:

@@ -165,13 +165,17 @@ class ProxiedCluster:
             list(pool.map(lambda node: node.stop(TEARDOWN_STOP_S), self.nodes))
 
 
-def start_clusters(home: Path, proxies: ToxiproxyClient, brokers: int = 1) -> dict[str, ProxiedCluster]:
-    """Both clusters running, each node behind its own proxy; stopped again if either fails to start."""
+def start_clusters(home: Path, proxies: ToxiproxyClient, brokers: int = 1,
+                   copies: int | None = None) -> dict[str, ProxiedCluster]:
+    """Both clusters running, each node behind its own proxy; stopped again if either fails to start. Topics
+    have ``copies`` copies (default: up to three)."""
     sides = {}
     for side in SIDES:
         name = CLUSTER_NAMES[side]
         base = LocalClusterSpec(name=name, home=home / name, port=free_port(), controller_port=free_port())
         specs = [base] if brokers == 1 else cluster_nodes(base, brokers, free_port)
+        if copies is not None:
+            specs = [dataclasses.replace(spec, replicas=copies) for spec in specs]
         nodes, names = [], []
         for n, spec in enumerate(specs, 1):
             proxy = side if brokers == 1 else f"{side}-{n}"

@@ -53,3 +53,26 @@ def test_bad_link_options_are_refused(argv: list[str], capsys: pytest.CaptureFix
     with pytest.raises(SystemExit):
         parse_args(argv)
     assert "--rtts" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--partitions", "0"], ["--workers", "0"], ["--brokers", "0"]])
+def test_no_partition_or_no_worker_is_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(argv)
+    assert "--partitions, --workers and --brokers must be >= 1" in capsys.readouterr().err
+
+
+def test_the_table_names_the_partitions_and_the_workers() -> None:
+    report = {"settings": {"records": 1000, "size": 1024, "budget": 90.0, "partitions": 16, "workers": 4,
+                           "brokers": 3},
+              "machine": {"cpus": 2}, "wall_s": 60.0, "runs": []}
+    assert "on 16 partitions, 4 MirrorFlow workers / MM2 tasks, the target's 3 nodes behind" in table(report)
+
+
+def test_mirrorflows_producer_settings_are_given_as_key_value(capsys: pytest.CaptureFixture[str]) -> None:
+    args = parse_args(["--mirrorflow-producer", "max.in.flight.requests.per.connection=3",
+                       "--mirrorflow-producer", "linger.ms=5"])
+    assert args.mirrorflow_producer == {"max.in.flight.requests.per.connection": "3", "linger.ms": "5"}
+    with pytest.raises(SystemExit):
+        parse_args(["--mirrorflow-producer", "linger.ms"])
+    assert "--mirrorflow-producer takes KEY=VALUE" in capsys.readouterr().err
