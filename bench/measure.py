@@ -62,12 +62,14 @@ def raw_producer(env: Env, topic: str, size: int, props: tuple[str, ...] = ()) -
     return result
 
 
-def raw_consumer(env: Env, topic: str) -> dict[str, Any]:
+def raw_consumer(env: Env, topic: str, tag: str = "") -> dict[str, Any]:
+    """``ConsumerPerformance`` reading ``env.records`` records of ``topic`` of ``env.source`` from its start, in a
+    group of its own (``tag`` names it, so that the same topic can be read again)."""
     progress(f"raw consumer: reading {env.records:,} records of {topic}")
     args = java("org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", env.source,
                 "--topic", topic, "--messages", str(env.records), "--timeout", "60000",
-                "--group", f"bench-consumer-perf-{topic}")
-    out = run_tool("ConsumerPerformance", args, env.work / f"consumer-perf-{topic}.log",
+                "--group", f"bench-consumer-perf-{topic}{tag}")
+    out = run_tool("ConsumerPerformance", args, env.work / f"consumer-perf-{topic}{tag}.log",
                    timeout=120 + env.records / 2000)
     lines = [line for line in out.splitlines() if line.count(",") >= 9]
     header = next((line for line in lines if "start.time" in line), None)

@@ -6,11 +6,13 @@ Run from the repository root (``make toxiproxy`` builds the proxy)::
     .venv/bin/python bench/slow_link.py --quick                  # 100,000 records of 1 KiB
     .venv/bin/python bench/slow_link.py --report slow-link.json  # 300,000 records of 1 KiB
 
-On two fresh single-node KRaft clusters, the target's brokers are reached through Toxiproxy
-(a PROXIED listener advertising the proxy, so every connection of the peers to the target,
-bootstrap and leader alike, crosses it) while the source is read directly: the cross-region
-shape, where the replicator runs beside the source and writes over the WAN. A backlog of
-``--records`` records of ``--size`` B is written once to a 4-partition source topic; then per
+On two fresh KRaft clusters (``--brokers`` nodes each), the target's brokers are reached through
+Toxiproxy (a PROXIED listener advertising the proxy, so every connection of the peers to the
+target, bootstrap and leader alike, crosses it) while the source is read directly: the
+cross-region shape where the replicator runs beside the source and writes over the WAN
+(``--far source``: the other way round, it runs beside the target and reads over the WAN, and
+the link's capacity is a ``ConsumerPerformance`` reading through the proxy). A backlog of
+``--records`` records of ``--size`` B is written once to a ``--partitions`` source topic; then per
 link shape (``--rtts`` in ms, half each way, and ``--caps`` in MB/s at ``--cap-rtt`` ms), one
 after the other with nothing else running:
 
@@ -37,7 +39,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from measure import MB, Env, copy_once, raw_producer  # noqa: E402
+from measure import MB, Env, copy_once, raw_consumer, raw_producer  # noqa: E402
 from peers import start_mirrorflow, start_mirrorflow_workers, start_mm2  # noqa: E402
 from procs import StepFailed, bench_parser, create_topics, progress, run_bench, tear_down  # noqa: E402
 from scale import machine  # noqa: E402
@@ -108,13 +110,15 @@ TUNED_PRODUCER = {key: PRODUCER_DEFAULTS[key] for key in ("batch.size", "linger.
 
 def run_link(env: Env, watch: Env, proxies: ToxiproxyClient, nodes: list[str], args: argparse.Namespace,
              link: Link) -> dict[str, Any]:
-    """Both peers over one link shape (``nodes``: the proxies of the target's nodes)."""
+    """Both peers over one link shape (``nodes``: the proxies of the far side's nodes)."""
     shape_link(proxies, nodes, link)
-    progress(f"== link to the target: {link.name} round trip{' and cap each way' if link.cap_mb_s else ''}")
+    progress(f"== link to the {args.far}: {link.name} round trip{' and cap each way' if link.cap_mb_s else ''}")
     mf, mm, mt = f"mf{link.tag}", f"mm{link.tag}", f"mt{link.tag}"
     run: dict[str, Any] = {"rtt_ms": link.rtt_ms, "cap_mb_s": link.cap_mb_s}
-    route = {"producer": args.mirrorflow_producer} if args.mirrorflow_producer else None
-    run["link"] = link_capacity(env, watch, args, f"raw{link.tag}")
+    route = {key: settings for key, settings in (("producer", args.mirrorflow_producer),
+                                                  ("consumer", args.mirrorflow_consumer)) if settings} or None
+    run["link"] = link_capacity(env, watch, args, f"raw{link.tag}") if args.far == "target" else \
+        link_read(env, args, link)
     run["mirrorflow"] = copy_once(watch, f"MirrorFlow ({link.name})", lambda: start_mirrorflow_workers(
         env, f"link-{link.tag}", [TOPIC], args.workers, alias=mf, route=route) if args.workers > 1 else
         start_mirrorflow(env, f"link-{link.tag}", [TOPIC], alias=mf, route=route), f"{mf}.{TOPIC}", args.size,
@@ -144,6 +148,17 @@ def link_capacity(env: Env, watch: Env, args: argparse.Namespace, topic: str) ->
         return {"error": str(failure)}
 
 
+def link_read(env: Env, args: argparse.Namespace, link: Link) -> dict[str, Any]:
+    """What the link carries from a far source at best: ``ConsumerPerformance`` reading the backlog through the
+    proxy (a group of its own per link shape)."""
+    try:
+        return raw_consumer(Env(env.work, env.source, env.source, records=args.records, latency_seconds=0),
+                            TOPIC, f"-{link.tag}")
+    except StepFailed as failure:
+        progress(f"  FAILED: {failure}")
+        return {"error": str(failure)}
+
+
 # -- report ------------------------------------------------------------------------------
 
 def _rate(result: dict[str, Any] | None) -> float | None:
@@ -166,10 +181,10 @@ def table(report: dict[str, Any]) -> str:
     runs = report["runs"]
     local = {peer: _rate(runs[0].get(peer)) for peer in PEERS} if runs and not runs[0]["rtt_ms"] \
         and not runs[0]["cap_mb_s"] else {}
-    workers, brokers = s.get("workers", 1), s.get("brokers", 1)
+    workers, brokers, far = s.get("workers", 1), s.get("brokers", 1), s.get("far", "target")
     plural = "s" if workers > 1 else ""
     lines = [f"\n=== {s['records']:,} records x {s['size']} B on {s.get('partitions', 4)} partitions, "
-             f"{workers} MirrorFlow worker{plural} / MM2 task{plural}, the target's {brokers} node"
+             f"{workers} MirrorFlow worker{plural} / MM2 task{plural}, the {far}'s {brokers} node"
              f"{'s' if brokers > 1 else ''} behind Toxiproxy; {report['machine']['cpus']} CPUs; MB/s, and in "
              f"brackets % of the same peer's rate on the 0 ms link ===",
              f"{'link (round trip, cap)':24}{'link MB/s':>10}{'MirrorFlow':>18}{'MF % link':>10}"
@@ -188,8 +203,10 @@ def table(report: dict[str, Any]) -> str:
         for peer in PEERS:
             if "error" in (run.get(peer) or {}):
                 lines.append(f"{'':24}{run[peer]['label']} FAILED: {run[peer]['error'][:150]}")
-    lines.append(f"link MB/s: ProducerPerformance through the proxy with MirrorFlow's producer settings "
-                 f"({', '.join(f'{k}={v}' for k, v in TUNED_PRODUCER.items())}); MM2 tuned: the same settings "
+    measured = ("ProducerPerformance through the proxy with MirrorFlow's producer settings "
+                f"({', '.join(f'{k}={v}' for k, v in TUNED_PRODUCER.items())})" if far == "target" else
+                "ConsumerPerformance reading the backlog through the proxy")
+    lines.append(f"link MB/s: {measured}; MM2 tuned: MirrorFlow's producer settings "
                  f"as target.producer.*; * = the copy took longer than --budget {s['budget']:g} s: the rate of "
                  f"what it copied by then")
     lines.append(f"(run wall time {report['wall_s'] / 60:.1f} min; backlog written at "
@@ -216,8 +233,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "brokers' replication on this machine's cores (default 1)")
     parser.add_argument("--workers", type=int, default=1,
                         help="MirrorFlow worker processes of the route, and MM2's tasks.max (default 1)")
+    parser.add_argument("--far", choices=("target", "source"), default="target",
+                        help="the side across the long link: target (the peers run beside the source and write "
+                             "over it; the default) or source (they run beside the target and read over it)")
     parser.add_argument("--mirrorflow-producer", action="append", default=[], metavar="KEY=VALUE",
                         help="a librdkafka setting of MirrorFlow's producer (the route's `producer:`), repeatable")
+    parser.add_argument("--mirrorflow-consumer", action="append", default=[], metavar="KEY=VALUE",
+                        help="a librdkafka setting of MirrorFlow's consumer (the route's `consumer:`), repeatable")
     parser.add_argument("--no-mm2", action="store_true", help="skip MirrorMaker 2")
     parser.add_argument("--toxiproxy", type=Path, default=TOXIPROXY, help="toxiproxy-server (make toxiproxy)")
     args = parser.parse_args(argv)
@@ -229,10 +251,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--rtts/--caps: {exc}")
     if any(v < 0 for v in args.rtts) or any(v <= 0 for v in args.caps):
         parser.error("--rtts must be >= 0 and --caps > 0")
-    pairs = [item.partition("=") for item in args.mirrorflow_producer]
-    if any(not key or not sep for key, sep, _ in pairs):
-        parser.error("--mirrorflow-producer takes KEY=VALUE")
-    args.mirrorflow_producer = {key: value for key, _, value in pairs}
+    for option in ("mirrorflow_producer", "mirrorflow_consumer"):
+        pairs = [item.partition("=") for item in getattr(args, option)]
+        if any(not key or not sep for key, sep, _ in pairs):
+            parser.error(f"--{option.replace('_', '-')} takes KEY=VALUE")
+        setattr(args, option, {key: value for key, _, value in pairs})
     if args.partitions < 1 or args.workers < 1 or args.brokers < 1:
         parser.error("--partitions, --workers and --brokers must be >= 1")
     return args
@@ -246,12 +269,14 @@ def bench(work: Path, args: argparse.Namespace, report: dict[str, Any]) -> None:
     sides: dict[str, ProxiedCluster] = start_clusters(work / "clusters", server.client, args.brokers, copies=1)
     report["_clusters"] = [node for side in sides.values() for node in side.nodes]
     source, target = sides["source"], sides["target"]
-    env = Env(work, source.direct, target.proxied, records=args.records, latency_seconds=0)
+    far = sides[args.far]  # the side across the long link: the peers reach it through its proxies
+    env = Env(work, source.proxied if far is source else source.direct,
+              target.proxied if far is target else target.direct, records=args.records, latency_seconds=0)
     watch = Env(work, source.direct, target.direct, records=args.records, latency_seconds=0)
     create_topics(source.direct, {TOPIC: args.partitions})
     report["backlog"] = raw_producer(watch, TOPIC, args.size)
     for link in links(args.rtts, args.caps, args.cap_rtt):
-        report["runs"].append(run_link(env, watch, server.client, target.proxies, args, link))
+        report["runs"].append(run_link(env, watch, server.client, far.proxies, args, link))
 
 
 def stop_all(report: dict[str, Any]) -> None:

@@ -76,3 +76,17 @@ def test_mirrorflows_producer_settings_are_given_as_key_value(capsys: pytest.Cap
     with pytest.raises(SystemExit):
         parse_args(["--mirrorflow-producer", "linger.ms"])
     assert "--mirrorflow-producer takes KEY=VALUE" in capsys.readouterr().err
+    assert parse_args(["--mirrorflow-consumer", "max.partition.fetch.bytes=8388608"]).mirrorflow_consumer == \
+        {"max.partition.fetch.bytes": "8388608"}
+    with pytest.raises(SystemExit):
+        parse_args(["--mirrorflow-consumer", "=1"])
+    assert "--mirrorflow-consumer takes KEY=VALUE" in capsys.readouterr().err
+
+
+def test_a_far_source_is_named_and_read_through_the_proxy() -> None:
+    report = {"settings": {"records": 1000, "size": 1024, "budget": 90.0, "far": "source"},
+              "machine": {"cpus": 2}, "wall_s": 60.0, "runs": []}
+    text = table(report)
+    assert "the source's 1 node behind Toxiproxy" in text
+    assert "link MB/s: ConsumerPerformance reading the backlog through the proxy" in text
+    assert parse_args(["--far", "source"]).far == "source" and parse_args([]).far == "target"
