@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 
 from measure import MB, Env, copy_once, raw_consumer, raw_producer  # noqa: E402
 from peers import start_mirrorflow, start_mirrorflow_workers, start_mm2  # noqa: E402
-from procs import StepFailed, bench_parser, create_topics, progress, run_bench, tear_down  # noqa: E402
+from procs import Child, Children, StepFailed, bench_parser, create_topics, progress, run_bench, tear_down  # noqa: E402
 from scale import machine  # noqa: E402
 
 from bench.chaoslib.cluster import ProxiedCluster, start_clusters  # noqa: E402
@@ -89,7 +89,7 @@ def share(value: float | None, of: float | None) -> float | None:
 
 
 def shape_link(proxies: ToxiproxyClient, nodes: list[str], link: Link) -> list[str]:
-    """Put ``link``'s toxics on the proxy of each of the target's ``nodes`` (every earlier toxic removed);
+    """Put ``link``'s toxics on the proxy of each of the far side's ``nodes`` (every earlier toxic removed);
     returns their names."""
     proxies.reset()
     names: list[str] = []
@@ -115,14 +115,10 @@ def run_link(env: Env, watch: Env, proxies: ToxiproxyClient, nodes: list[str], a
     progress(f"== link to the {args.far}: {link.name} round trip{' and cap each way' if link.cap_mb_s else ''}")
     mf, mm, mt = f"mf{link.tag}", f"mm{link.tag}", f"mt{link.tag}"
     run: dict[str, Any] = {"rtt_ms": link.rtt_ms, "cap_mb_s": link.cap_mb_s}
-    route = {key: settings for key, settings in (("producer", args.mirrorflow_producer),
-                                                  ("consumer", args.mirrorflow_consumer)) if settings} or None
     run["link"] = link_capacity(env, watch, args, f"raw{link.tag}") if args.far == "target" else \
         link_read(env, args, link)
-    run["mirrorflow"] = copy_once(watch, f"MirrorFlow ({link.name})", lambda: start_mirrorflow_workers(
-        env, f"link-{link.tag}", [TOPIC], args.workers, alias=mf, route=route) if args.workers > 1 else
-        start_mirrorflow(env, f"link-{link.tag}", [TOPIC], alias=mf, route=route), f"{mf}.{TOPIC}", args.size,
-        args.budget)
+    run["mirrorflow"] = copy_once(watch, f"MirrorFlow ({link.name})", lambda: launch_mirrorflow(env, args, link, mf),
+                                  f"{mf}.{TOPIC}", args.size, args.budget)
     if not args.no_mm2:
         tasks = {"tasks.max": str(args.workers)}
         run["mm2"] = copy_once(watch, f"MirrorMaker 2 ({link.name})",
@@ -134,6 +130,16 @@ def run_link(env: Env, watch: Env, proxies: ToxiproxyClient, nodes: list[str], a
                                      f"{mt}.{TOPIC}", args.size, args.budget)
     proxies.reset()
     return run
+
+
+def launch_mirrorflow(env: Env, args: argparse.Namespace, link: Link, alias: str) -> Child | Children:
+    """The route's ``--workers`` processes, with the ``--mirrorflow-producer``/``--mirrorflow-consumer``
+    settings as the route's ``producer:`` and ``consumer:``."""
+    route = {key: settings for key, settings in (("producer", args.mirrorflow_producer),
+                                                  ("consumer", args.mirrorflow_consumer)) if settings} or None
+    if args.workers > 1:
+        return start_mirrorflow_workers(env, f"link-{link.tag}", [TOPIC], args.workers, alias=alias, route=route)
+    return start_mirrorflow(env, f"link-{link.tag}", [TOPIC], alias=alias, route=route)
 
 
 def link_capacity(env: Env, watch: Env, args: argparse.Namespace, topic: str) -> dict[str, Any]:

@@ -90,3 +90,18 @@ def test_a_far_source_is_named_and_read_through_the_proxy() -> None:
     assert "the source's 1 node behind Toxiproxy" in text
     assert "link MB/s: ConsumerPerformance reading the backlog through the proxy" in text
     assert parse_args(["--far", "source"]).far == "source" and parse_args([]).far == "target"
+
+
+def test_mirrorflow_runs_the_workers_asked_with_the_settings_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    import slow_link
+
+    calls: list[tuple[str, object, object]] = []
+    monkeypatch.setattr(slow_link, "start_mirrorflow",
+                        lambda env, size, topics, alias, route: calls.append(("one", size, route)))
+    monkeypatch.setattr(slow_link, "start_mirrorflow_workers",
+                        lambda env, size, topics, workers, alias, route: calls.append((f"x{workers}", size, route)))
+    slow_link.launch_mirrorflow(None, parse_args([]), Link(100), "mf")  # type: ignore[arg-type]
+    slow_link.launch_mirrorflow(None, parse_args(["--workers", "3", "--mirrorflow-consumer", "a=1",  # type: ignore[arg-type]
+                                                  "--mirrorflow-producer", "b=2"]), Link(50, 10.0), "mf")
+    assert calls == [("one", "link-r100", None),
+                     ("x3", "link-r50c10", {"producer": {"b": "2"}, "consumer": {"a": "1"}})]
