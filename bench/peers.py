@@ -22,15 +22,19 @@ MF_SOURCE_ALIAS = "mfsource"  # MirrorFlow's name of the source cluster -> targe
 
 def start_mirrorflow(env: Env, size: int | str, topics: list[str], *, metrics_port: int | None = None,
                      route: dict[str, Any] | None = None, alias: str = MF_SOURCE_ALIAS,
-                     clusters: tuple[dict[str, str], dict[str, str]] | None = None, log: str | None = None) -> Child:
+                     clusters: tuple[dict[str, str], dict[str, str]] | None = None, log: str | None = None,
+                     worker_id: str | None = None) -> Child:
     """``mirrorflow run`` of this checkout (``python -m``, PYTHONPATH = the repo) on one route ``bench-<size>``;
     ``route`` adds settings to it (``checkpoints``, say); ``alias`` names the source cluster (the target prefix);
     ``clusters``: the source's and target's client properties (default: ``env``'s bootstrap servers); ``log``:
-    the output's file name in the work dir (default ``mirrorflow-<size>.log``)."""
+    the output's file name in the work dir (default ``mirrorflow-<size>.log``); ``worker_id``: its
+    ``--worker-id``."""
     config = mirrorflow_config(env, size, topics, route, alias, clusters)
     metrics = ["--metrics-port", str(metrics_port)] if metrics_port else []
-    return Child("mirrorflow run", [*mirrorflow_cli(), "--log-level", "info", "run", "--config", str(config),
-                                    "--route", f"bench-{size}", *metrics],
+    worker = ["--worker-id", worker_id] if worker_id else []
+    return Child(f"mirrorflow run{f' {worker_id}' if worker_id else ''}",
+                 [*mirrorflow_cli(), "--log-level", "info", "run", "--config", str(config), "--route", f"bench-{size}",
+                  *metrics, *worker],
                  env.work / (log or f"mirrorflow-{size}.log"), cwd=env.work, env={"PYTHONPATH": str(REPO)})
 
 
@@ -38,11 +42,9 @@ def start_mirrorflow_workers(env: Env, size: int | str, topics: list[str], worke
                              alias: str = MF_SOURCE_ALIAS, route: dict[str, Any] | None = None) -> Children:
     """``workers`` processes of route ``bench-<size>`` on this host (``--worker-id`` w1..wN: one group, the
     partitions shared), each with its own clients: a producer, and so connections, of its own."""
-    config = mirrorflow_config(env, size, topics, route, alias)
     return Children(f"mirrorflow run x{workers}", [
-        Child(f"mirrorflow run w{i}", [*mirrorflow_cli(), "--log-level", "info", "run", "--config", str(config),
-                                       "--route", f"bench-{size}", "--worker-id", f"w{i}"],
-              env.work / f"mirrorflow-{size}-w{i}.log", cwd=env.work, env={"PYTHONPATH": str(REPO)})
+        start_mirrorflow(env, size, topics, route=route, alias=alias, log=f"mirrorflow-{size}-w{i}.log",
+                         worker_id=f"w{i}")
         for i in range(1, workers + 1)])
 
 

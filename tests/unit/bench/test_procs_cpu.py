@@ -27,6 +27,7 @@ def test_the_cpu_of_a_child_waited_for_is_the_parents_too() -> None:
 
 
 def test_a_peer_of_several_processes_counts_the_cpu_of_each_and_stops_every_one(tmp_path: Path) -> None:
+    # each burns 0.5 s of CPU, then stays alive until the test stops it (the sleep is the child's, never waited)
     busy = [Child(f"busy {i}", [sys.executable, "-c", BUSY + "time.sleep(60)\n"], tmp_path / f"busy{i}.log")
             for i in range(2)]
     peer = Children("busy pair", busy)

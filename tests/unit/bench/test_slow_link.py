@@ -105,3 +105,26 @@ def test_mirrorflow_runs_the_workers_asked_with_the_settings_asked(monkeypatch: 
                                                   "--mirrorflow-producer", "b=2"]), Link(50, 10.0), "mf")
     assert calls == [("one", "link-r100", None),
                      ("x3", "link-r50c10", {"producer": {"b": "2"}, "consumer": {"a": "1"}})]
+
+
+def test_a_routes_workers_share_one_config_each_with_an_id_and_a_log_of_its_own(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import peers
+    from measure import Env
+
+    started: list[tuple[str, list[str], Path]] = []
+
+    class Started:
+        def __init__(self, name: str, args: list[str], log: Path, **_: object) -> None:
+            started.append((name, args, log))
+            self.log, self.pid = log, 0
+
+    monkeypatch.setattr(peers, "Child", Started)
+    workers = peers.start_mirrorflow_workers(Env(tmp_path, "s:1", "t:1", records=1, latency_seconds=0), "link-r0",
+                                             ["link"], 2, alias="mf", route={"consumer": {"a": "1"}})
+    assert [name for name, _, _ in started] == ["mirrorflow run w1", "mirrorflow run w2"]
+    assert [args[-2:] for _, args, _ in started] == [["--worker-id", "w1"], ["--worker-id", "w2"]]
+    configs = {args[args.index("--config") + 1] for _, args, _ in started}
+    assert len(configs) == 1 and '"consumer": {"a": "1"}' in Path(configs.pop()).read_text()
+    assert [log.name for _, _, log in started] == ["mirrorflow-link-r0-w1.log", "mirrorflow-link-r0-w2.log"]
+    assert workers.log == started[0][2]
