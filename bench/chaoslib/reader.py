@@ -7,11 +7,14 @@ from __future__ import annotations
 import bisect
 import threading
 import time
+from typing import cast
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from bench.chaoslib.accounting import Got
-from bench.chaoslib.records import Stream, fingerprint, parse_key
+from bench.chaoslib.records import Headers, Stream, fingerprint, parse_key
+from replicator.kafka.log_ranges import LATEST
 
 REFRESH_S = 1.0
 # A reader assigned its partitions can stop getting answers after the target broker restarts (librdkafka #5153,
@@ -60,6 +63,7 @@ class TargetReader:
                           "enable.auto.commit": "false", "enable.partition.eof": "false",
                           "fetch.wait.max.ms": "50", "log_level": 0}  # the target goes away on purpose
         self._consumer = Consumer(self._settings)
+        self._admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})  # the ends, for ``_watch``
         self.renewals = 0  # consumers replaced because a position stood below the target's end (``_watch``)
         self.renewed_at: list[float] = []  # when (``time.monotonic()``): a fault's figures then include the stall
         self._look_at = time.monotonic() + STILL_S  # when ``_watch`` looks next
@@ -168,10 +172,9 @@ class TargetReader:
         try:
             positions = standing({(tp.topic, tp.partition): tp.offset for tp in
                                   self._consumer.position([TopicPartition(t, p) for t, p in assigned])}, read)
-            ends = {(t, p): self._consumer.get_watermark_offsets(TopicPartition(t, p), timeout=2, cached=False)[1]
-                    for t, p in assigned}
         except KafkaException:
             return  # the target is away: nothing to tell
+        ends = self._ends(assigned)
         before, self._looked = self._looked, positions
         if not stuck(before, positions, ends):
             return
@@ -182,6 +185,21 @@ class TargetReader:
         self.renewed_at.append(time.monotonic())
         self._looked = {}
         old.close()
+
+    def _ends(self, assigned: list[TPKey]) -> dict[TPKey, int]:
+        """The high watermarks of ``assigned``, in one request per node: asked one partition at a time, 1,000
+        partitions took the loop longer than a look, so every position stood and the reader was made anew at every
+        look (a run at 250 x 4). A partition that does not answer is left out: it stood for nothing."""
+        if not assigned:
+            return {}
+        futures = self._admin.list_offsets({TopicPartition(t, p): LATEST for t, p in assigned}, request_timeout=5)
+        ends = {}
+        for tp, future in futures.items():
+            try:
+                ends[(tp.topic, tp.partition)] = future.result().offset
+            except KafkaException:
+                continue
+        return ends
 
     def _assign_new(self) -> None:
         with self._lock:
@@ -198,13 +216,14 @@ class TargetReader:
 
     def _note(self, message: Message, now: float) -> None:
         self._read[(message.topic() or "", message.partition() or 0)] = (message.offset() or 0) + 1
-        source, parsed = self._replicas.get(message.topic()), parse_key(message.key())
+        source, parsed = self._replicas.get(message.topic() or ""), parse_key(message.key())
         if source is None or parsed is None or parsed[1] != message.partition() or not 0 <= parsed[2] < 10**8:
             self.foreign.append(f"{message.topic()}[{message.partition()}]@{message.offset()}")
             return
         incarnation, partition, seq = parsed
         stream = Stream(source, incarnation, partition)
-        digest = fingerprint(message.key(), message.value(), message.headers(), message.timestamp()[1])
+        headers = cast("Headers | None", message.headers())  # a consumer's: a list of (str, bytes | None)
+        digest = fingerprint(message.key(), message.value(), headers, message.timestamp()[1])
         self.got.setdefault(stream, []).append(Got(seq, digest, now))
         seen = self.seen.setdefault(stream, bytearray())
         if seq >= len(seen):

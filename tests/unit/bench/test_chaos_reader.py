@@ -3,7 +3,11 @@ records it still waits for."""
 
 from __future__ import annotations
 
-from bench.chaoslib.reader import gaps, standing, stuck
+from types import SimpleNamespace
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from bench.chaoslib.reader import TargetReader, gaps, standing, stuck
 
 A, B = ("src.t", 0), ("src.t", 1)
 
@@ -46,3 +50,36 @@ def test_numbers_beyond_the_wanted_count_are_not_waited_for() -> None:
 
 def test_a_look_starts_at_the_settled_prefix_and_never_goes_back() -> None:
     assert gaps(bytearray([0, 0, 1]), 3, 2, set()) == (3, [])
+
+
+class _Answer:
+    def __init__(self, offset: int | None) -> None:
+        self._offset = offset
+
+    def result(self) -> object:
+        if self._offset is None:
+            raise KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))
+        return SimpleNamespace(offset=self._offset)
+
+
+class _Admin:
+    """Answers ListOffsets like confluent-kafka's AdminClient: one future per partition, of one request."""
+
+    def __init__(self, ends: dict[tuple[str, int], int | None]) -> None:
+        self.ends, self.requests = ends, 0
+
+    def list_offsets(self, asked: dict[TopicPartition, object], request_timeout: float
+                     ) -> dict[TopicPartition, _Answer]:
+        self.requests += 1
+        return {tp: _Answer(self.ends[(tp.topic, tp.partition)]) for tp in asked}
+
+
+def test_the_ends_of_a_thousand_partitions_are_one_request_and_one_that_fails_is_left_out() -> None:
+    wanted: dict[tuple[str, int], int | None] = {(f"t{n // 4}", n % 4): n for n in range(1000)}
+    wanted[("t3", 1)] = None  # its leader moved: no end, so it stood for nothing
+    reader = TargetReader("127.0.0.1:1")
+    reader._admin = admin = _Admin(wanted)  # type: ignore[assignment]
+    ends = reader._ends(sorted(wanted))
+    assert admin.requests == 1
+    assert ends == {tp: end for tp, end in wanted.items() if end is not None}
+    assert reader._ends([]) == {} and admin.requests == 1
