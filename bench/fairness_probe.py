@@ -45,7 +45,7 @@ class LatencyReader:
                 if message.error() is None:
                     created = message.timestamp()[1]
                     self.samples.append((created, seen_ms - created))
-                    self.positions.append((message.partition(), message.offset()))
+                    self.positions.append((message.partition() or 0, message.offset() or 0))  # a fetched record's
 
 
 def window(samples: list[tuple[int, float]], start_ms: float, end_ms: float) -> dict[str, Any]:

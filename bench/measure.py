@@ -130,7 +130,7 @@ def watch_copy(env: Env, peer: Child | Children, label: str, target_topic: str, 
         offsets.close()
     copy_s = max(done_at - first_at, 1e-9)  # type: ignore[operator]
     data = copied * size
-    result = {
+    result: dict[str, Any] = {
         "target_topic": target_topic,
         "copied": copied,
         "partial": copied < env.records,

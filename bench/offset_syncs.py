@@ -94,7 +94,7 @@ def read_all(bootstrap: str, topic: str) -> list[tuple[bytes, bytes]]:
             for message in consumer.consume(10_000, 0.5):
                 if message.error() is None:
                     out.append((message.key() or b"", message.value() or b""))
-                    position = message.offset() + 1
+                    position = (message.offset() or 0) + 1  # a fetched record always has one
         return out
     finally:
         consumer.close()

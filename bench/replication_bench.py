@@ -35,6 +35,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +77,9 @@ def bench_size(env: Env, size: int) -> dict[str, Any]:
     topic, lat_mf, lat_mm2 = f"bench-{size}", f"lat-mf-{size}", f"lat-mm2-{size}"
     create_topics(env.source, {topic: PARTITIONS, lat_mf: PARTITIONS, lat_mm2: PARTITIONS})
     out: dict[str, Any] = {"size": size, "records": env.records, "latency_fraction": env.latency_fraction}
-    for name, step in (("raw_producer", lambda: raw_producer(env, topic, size)),
-                       ("raw_consumer", lambda: raw_consumer(env, topic))):
+    steps: list[tuple[str, Callable[[], dict[str, Any]]]] = [("raw_producer", lambda: raw_producer(env, topic, size)),
+                                                             ("raw_consumer", lambda: raw_consumer(env, topic))]
+    for name, step in steps:
         try:
             out[name] = step()
         except StepFailed as failure:

@@ -74,9 +74,10 @@ def timed_cli(work: Path, name: str, args: list[str]) -> dict[str, Any]:
     seconds = time.monotonic() - started
     log.write_text(done.stdout + done.stderr)
     lines = done.stdout.splitlines()
-    result = {"command": "mirrorflow " + " ".join(args), "wall_s": round(seconds, 2), "exit_code": done.returncode,
-              "stdout_lines": len(lines), "first_line": lines[0] if lines else "",
-              "stderr_tail": done.stderr.strip().splitlines()[-5:], "log": str(log)}
+    result: dict[str, Any] = {
+        "command": "mirrorflow " + " ".join(args), "wall_s": round(seconds, 2), "exit_code": done.returncode,
+        "stdout_lines": len(lines), "first_line": lines[0] if lines else "",
+        "stderr_tail": done.stderr.strip().splitlines()[-5:], "log": str(log)}
     progress(f"  mirrorflow {name}: {seconds:.1f} s, exit {done.returncode}, {len(lines):,} lines"
              + (f"; {lines[0][:120]}" if lines else "")
              + (f"; stderr: {result['stderr_tail'][-1][:200]}" if result["stderr_tail"] else ""))
@@ -134,8 +135,9 @@ def watch_checkpoints(bootstrap: str, topic: str, expected: int, launched_ms: in
         while len(first_seen) < expected and time.monotonic() < deadline:
             alive()
             for message in consumer.consume(5000, 1.0):
-                if message.error() is None and message.key() is not None:
-                    first_seen.setdefault(message.key(), message.timestamp()[1])
+                key = message.key()
+                if message.error() is None and key is not None:
+                    first_seen.setdefault(key, message.timestamp()[1])
     finally:
         consumer.close()
     seconds = first_complete_s(first_seen, expected, launched_ms)

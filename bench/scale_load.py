@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient
 from procs import Child, StepFailed, cpu_seconds, create_topics, progress, rss_mib, thread_cpu
+
+from replicator.kafka.log_ranges import LATEST
 
 CREATE_BATCH = 100  # topics per CreateTopics request
 WATCH_EVERY_S = 0.5
@@ -162,7 +164,7 @@ def watch_startup(target: str, peer: Child, label: str, wanted: list[TopicPartit
             last_report = now
         time.sleep(max(0.0, WATCH_EVERY_S - (time.monotonic() - now)))
     done = time.monotonic()
-    result = {"startup_s": round(done - launched, 2),
+    result: dict[str, Any] = {"startup_s": round(done - launched, 2),
               "first_partition_s": None if first_at is None else round(first_at - launched, 2),
               "cpu_s_startup": cpu_seconds(peer.pid)}
     progress(f"  {label}: all {len(wanted):,} partitions on the target after {result['startup_s']:.1f} s "
@@ -185,7 +187,7 @@ def _filled(admin: AdminClient, pending: set[tuple[str, int]]) -> set[tuple[str,
         existing = admin.list_topics(timeout=10).topics
     except KafkaException:
         return set()
-    asked = {TopicPartition(t, p): OffsetSpec.latest() for t, p in pending
+    asked = {TopicPartition(t, p): LATEST for t, p in pending
              if t in existing and p in existing[t].partitions}
     if not asked:
         return set()
@@ -214,7 +216,7 @@ def measure_idle(peer: Child, label: str, seconds: float, scrape: Any = None) ->
     cpu1, threads1, t1 = cpu_seconds(peer.pid), thread_cpu(peer.pid), time.monotonic()
     if cpu0 is None or cpu1 is None or not rss:
         raise StepFailed(f"{label} idle: cannot read /proc/{peer.pid}")
-    result = {"seconds": round(t1 - t0, 1), "cpu_pct": round(100 * (cpu1 - cpu0) / (t1 - t0), 2),
+    result: dict[str, Any] = {"seconds": round(t1 - t0, 1), "cpu_pct": round(100 * (cpu1 - cpu0) / (t1 - t0), 2),
               "rss_mib": round(rss[-1], 1), "rss_mib_max": round(max(rss), 1),
               "threads_cpu_pct": busiest_threads(threads0, threads1, t1 - t0),
               "metrics_before": before, "metrics_after": scrape() if scrape else None}

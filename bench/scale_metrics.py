@@ -55,7 +55,7 @@ def worst_bound(hist: dict[str, Any]) -> float | None:
     finite bound; None without observations)."""
     if not hist["count"]:
         return None
-    return min(b for b, n in hist["buckets"].items() if n >= hist["count"])
+    return float(min(b for b, n in hist["buckets"].items() if n >= hist["count"]))
 
 
 def summary(hist: dict[str, Any], threshold: float = STALL_S) -> dict[str, Any]:

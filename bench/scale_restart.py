@@ -27,7 +27,7 @@ def take_markers(seen: dict[tuple[str, int], float], messages: Iterable[Message]
     """Note ``at`` for each partition whose marker is among ``messages`` (the first sighting counts)."""
     for message in messages:
         if message.error() is None and message.value() == marker:
-            seen.setdefault((message.topic(), message.partition()), at)
+            seen.setdefault((message.topic() or "", message.partition() or 0), at)  # a fetched record's
 
 
 def restart_figures(seen: dict[tuple[str, int], float], expected: int) -> dict[str, Any]:

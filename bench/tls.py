@@ -127,7 +127,7 @@ def table(report: dict[str, Any]) -> str:
              f"{'peer':22}{'plaintext MB/s':>15}{'TLS MB/s':>10}{'TLS / plain':>12}{'CPU s/GiB plain':>16}"
              f"{'CPU s/GiB TLS':>14}"]
     for peer, name in (("mirrorflow", "MirrorFlow"), ("mm2", "MirrorMaker 2")):
-        mb = {mode: None if rates.get((mode, peer)) is None else rates[(mode, peer)] * s["size"] / MB  # type: ignore[operator]
+        mb = {mode: None if rates.get((mode, peer)) is None else rates[(mode, peer)] * s["size"] / MB
               for mode in MODES}
         cpu = {run["mode"]: (run.get(peer) or {}).get("cpu_s_per_gib") for run in runs}
         ratio = None if mb["plaintext"] is None or mb["tls"] is None else mb["tls"] / mb["plaintext"]

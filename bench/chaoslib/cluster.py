@@ -68,7 +68,8 @@ class ProxiedCluster:
             topics = AdminClient({"bootstrap.servers": self.direct, "log_level": 0}).list_topics(timeout=10).topics
         except KafkaException:
             return None
-        return frozenset((t.topic, p.id) for t in topics.values() for p in t.partitions.values() if p.leader == node_id)
+        return frozenset((name, p.id) for name, topic in topics.items() for p in topic.partitions.values()
+                         if p.leader == node_id)
 
     def pick(self, draw: Callable[[list[int]], int]) -> int | None:
         """The node a broker fault strikes (``draw`` chooses among the indexes), None for a cluster of one node,
@@ -128,8 +129,9 @@ class ProxiedCluster:
         admin = AdminClient({"bootstrap.servers": self.direct, "log_level": 0})
         deadline = time.monotonic() + IN_SYNC_TIMEOUT_S
         while True:
-            topics = admin.list_topics(timeout=10).topics.values()
-            behind = [t.topic for t in topics for p in t.partitions.values() if len(p.isrs) < len(p.replicas)]
+            topics = admin.list_topics(timeout=10).topics
+            behind = [name for name, topic in topics.items() for p in topic.partitions.values()
+                      if len(p.isrs) < len(p.replicas)]
             if not behind:
                 return
             if time.monotonic() > deadline:

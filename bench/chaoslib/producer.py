@@ -132,7 +132,7 @@ class Verifier:
         value, headers = value_of(stream, seq, self.padding), headers_of(stream, seq)
         try:
             self._producer.produce(stream.topic, value, key, partition=stream.partition, timestamp=timestamp,
-                                   headers=headers, on_delivery=lambda e, m: self._delivered(stream, seq, e, m))
+                                   headers=[*headers], on_delivery=lambda e, m: self._delivered(stream, seq, e, m))
         except BufferError:
             return False  # the queue is full (the source is away): next tick
         except KafkaException:

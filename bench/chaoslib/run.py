@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from bench.chaoslib.check import Checker, healed
 from bench.chaoslib.cluster import CLUSTER_NAMES, ProxiedCluster, start_clusters
@@ -50,7 +51,7 @@ def _worker_env() -> dict[str, str]:
 def _config(work: Path, sides: dict[str, ProxiedCluster], state_url: str, settings: Settings) -> Path:
     """The workers' mirrorflow.yaml: both clusters through their proxies, one route."""
     path = work / "mirrorflow.yaml"
-    route = {"name": ROUTE, "source": CLUSTER_NAMES["source"], "target": CLUSTER_NAMES["target"],
+    route: dict[str, Any] = {"name": ROUTE, "source": CLUSTER_NAMES["source"], "target": CLUSTER_NAMES["target"],
              "topics": [f"{TOPIC_PREFIX}.*"], "guarantee": settings.guarantee}
     if settings.producer_queue is not None:
         route["producer"] = {"queue.buffering.max.messages": str(settings.producer_queue)}

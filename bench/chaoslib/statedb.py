@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.chaoslib.accounting import LossRange
-from bench.chaoslib.cluster import free_port
 from replicator.dev.localpostgres import LocalPostgres, pg_bin
+from replicator.dev.ports import free_port
 
 LOCKED_TABLES = "mf_route, mf_route_topic, mf_data_loss, mf_transaction_count"  # every table a worker writes
 
@@ -48,9 +48,9 @@ class StateDb:
     def hold(self) -> None:
         """Another writer takes the database (or the route's tables) and keeps it until ``release``."""
         if self.kind == "sqlite":
-            connection = sqlite3.connect(self.home / "state.db", timeout=60, isolation_level=None)
-            connection.execute("BEGIN EXCLUSIVE")
-            self._held = connection
+            held = sqlite3.connect(self.home / "state.db", timeout=60, isolation_level=None)
+            held.execute("BEGIN EXCLUSIVE")
+            self._held = held
             return
         from sqlalchemy import create_engine, text
 

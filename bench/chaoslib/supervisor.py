@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from signal import Signals  # the class's method `signal` hides the module in its own annotations
 from typing import IO
 
 from bench.chaoslib.report import WorkerExit
@@ -70,7 +71,7 @@ class Supervisor:
         with self._lock:
             return [w.worker_id for w in self._workers.values() if w.process and w.process.poll() is None]
 
-    def signal(self, worker_id: str, sig: signal.Signals) -> None:
+    def signal(self, worker_id: str, sig: Signals) -> None:
         """Send a signal (SIGSTOP/SIGCONT for a freeze)."""
         with self._lock:
             worker = self._workers[worker_id]
@@ -86,7 +87,7 @@ class Supervisor:
         """SIGTERM and wait: a clean leave; a non-zero exit is recorded as unexpected."""
         return self._end(worker_id, signal.SIGTERM, timeout)
 
-    def _end(self, worker_id: str, sig: signal.Signals, timeout: float) -> int | None:
+    def _end(self, worker_id: str, sig: Signals, timeout: float) -> int | None:
         with self._lock:
             worker = self._workers[worker_id]
             worker.wanted = False
