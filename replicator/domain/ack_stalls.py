@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from replicator.domain.change_digest import ChangeDigest
+
 TP = tuple[str, int]
 
 
@@ -56,6 +58,7 @@ class AckStalls:
         self._seen: dict[TP, tuple[int, float]] = {}  # oldest offset in flight, since when
         self._failed_probes: dict[TP, int] = {}
         self.looks = 0
+        self.told = ChangeDigest()  # what of ``limits``' changes to tell, and when (a line a look was too many)
 
     def observe(self, oldest: Mapping[TP, int], acked: Mapping[TP, int | None], now: float) -> Changes:
         """One look: ``oldest`` is the oldest source offset in flight of every owned partition that has records
@@ -139,13 +142,14 @@ class AckStalls:
 
     def forget(self, keys: Iterable[TP]) -> list[TP]:
         """``keys`` are no longer this worker's; returns those that were held apart."""
-        gone = []
+        gone, keys = [], list(keys)
         for key in keys:
             self._seen.pop(key, None)
             self._failed_probes.pop(key, None)
             if self._apart.pop(key, None) is not None:
                 del self.limits[key]
                 gone.append(key)
+        self.told.forget(keys, len(self.limits))
         return gone
 
     def unanswered(self, now: float, for_s: float) -> list[TP]:

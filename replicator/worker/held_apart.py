@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from confluent_kafka import KafkaException, Message, Producer, TopicPartition
 
 from replicator.domain.ack_stalls import nodes_apart
+from replicator.domain.change_digest import Digest
 from replicator.domain.partition_state import PartitionState
 from replicator.errors import ClusterError
 from replicator.logs import listed
@@ -76,8 +77,7 @@ class HeldApart(ClientEvents):
         if changes.released:
             self._let_go(changes.released)
             self.subscription.state.partitions_state(changes.released, None)
-            log.warning("partitions held apart copy again: the target acknowledged their records route=%s "
-                        "partitions=%s", self.route.name, listed(f"{t}[{p}]" for t, p in changes.released))
+        self._tell_held_apart(self.ack_stalls.told.note(changes.held, changes.released, len(limits), now))
         if changes.probing:
             self._let_go(changes.probing)
             log.info("partitions held apart probe the target route=%s partitions=%s records=%d", self.route.name,
@@ -90,9 +90,25 @@ class HeldApart(ClientEvents):
         self.subscription.state.partitions_state(
             keys, PartitionState.STUCK.value, f"the target acknowledged none of its records for {after:.3g} s (its "
             "leader there out of this worker's reach, or the whole target away): held apart, the others go on")
-        log.warning("target acknowledged no record of these partitions for %.3g s: held apart, fetching paused, the "
-                    "others go on route=%s partitions=%s", after, self.route.name,
-                    listed(f"{t}[{p}]" for t, p in keys))
+
+    def _tell_held_apart(self, digest: Digest | None) -> None:
+        """The partitions held apart's changes in a line: when the first is held, when the last copies again, and
+        between these at most every ``told.every`` s (the status and the ``held_apart`` gauge say it at once)."""
+        if digest is None:
+            return
+        route, after = self.route.name, self.ack_stalls.after
+        if digest.first:
+            log.warning("target acknowledged no record of these partitions for %.3g s: held apart, fetching paused, "
+                        "the others go on route=%s partitions=%s", after, route,
+                        listed(f"{t}[{p}]" for t, p in digest.added))
+        elif digest.empty:
+            log.warning("partitions held apart copy again: the target acknowledged their records; none is held apart "
+                        "now route=%s partitions=%s", route, listed(f"{t}[{p}]" for t, p in digest.removed))
+        else:
+            log.warning("partitions held apart: %d now; in the last %.0f s %d more were held apart (no record "
+                        "acknowledged for %.3g s) and %d copy again route=%s held=%s copy_again=%s", digest.size,
+                        digest.seconds, len(digest.added), after, len(digest.removed), route,
+                        listed(f"{t}[{p}]" for t, p in digest.added), listed(f"{t}[{p}]" for t, p in digest.removed))
 
     def _stop_fetching(self, keys: tuple[TP, ...] | list[TP]) -> None:
         fetching = [key for key in keys if key not in self.hold_paused]

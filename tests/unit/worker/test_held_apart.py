@@ -6,6 +6,9 @@ librdkafka's per-partition queues deliver around the records of a partition cut 
 from __future__ import annotations
 
 import dataclasses
+import logging
+
+import pytest
 
 from replicator.testing import FakeKafka
 from replicator.worker import metrics
@@ -37,7 +40,8 @@ def _renewals() -> float:
     return metrics.ERRORS.labels("r", "queue_full_of_held")._value.get()  # type: ignore[no-any-return]
 
 
-def test_a_target_partition_out_of_reach_holds_up_only_itself() -> None:
+def test_a_target_partition_out_of_reach_holds_up_only_itself(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="replicator.worker.held_apart")
     kafka = FakeKafka("source", "target")
     kafka["source"].create_topic("orders", PARTITIONS)
     config = route_config(kafka, producer='{queue.buffering.max.messages: "20"}')
@@ -72,6 +76,11 @@ def test_a_target_partition_out_of_reach_holds_up_only_itself() -> None:
                    what="every partition copying on", alive=(worker,))
     finally:
         assert worker.finish() is None
+    # Told when the trouble began and when it ended: one line each, not one per look (TIMEOUTS: 0.1 s apart)
+    told = [r.getMessage() for r in caplog.records if r.name == "replicator.worker.held_apart"
+            and r.levelno == logging.WARNING and "held apart" in r.getMessage()]
+    assert "held apart, fetching paused" in told[0] and "orders[0]" in told[0]
+    assert "none is held apart now" in told[-1] and "orders[0]" in told[-1] and "orders[1]" in told[-1]
 
 
 def test_a_whole_target_away_is_waited_for_without_replacing_the_producer() -> None:
