@@ -5,6 +5,7 @@ from __future__ import annotations
 from replicator.domain.ack_stalls import AckStalls, Changes, nodes_apart
 
 A, B = ("t", 0), ("t", 1)
+TP = tuple[str, int]
 
 
 def _stalls() -> AckStalls:
@@ -100,3 +101,47 @@ def test_partitions_set_aside_wait_to_probe_as_if_their_records_were_dropped() -
     assert stalls.set_aside([A, B], 6.0) == [B]  # A is held already
     assert stalls.limits == {A: 0, B: 0} and stalls.waiting(B)
     assert stalls.observe({A: 1}, {A: None, B: None}, 11.0) == Changes(probing=(B,))
+
+
+def _slow_target(stalls: AckStalls, until: int, silent: frozenset[int] = frozenset()) -> dict[int, list[TP]]:
+    """Ten partitions, looked at each second: for 10 s the target acknowledges at once, then every record 6 s
+    late (one a look, each partition's in turn); the ``silent`` ones get nothing acknowledged after 10 s. The
+    partitions held, by the second they were."""
+    parts = [("t", i) for i in range(10)]
+    held: dict[int, list[TP]] = {}
+    for t in range(until + 1):
+        oldest = {key: t * 10 if t < 10 else (0 if i in silent else int((t - 10 + i * 0.6) // 6) + 100)
+                  for i, key in enumerate(parts)}
+        changes = stalls.observe(oldest, dict(oldest), float(t))
+        if changes.held:
+            held[t] = list(changes.held)
+    return held
+
+
+def test_a_target_slow_for_every_partition_holds_none_apart_once_its_waits_are_known() -> None:
+    """A target acknowledging everything 6 s late (a busy disk) is no node out of reach: holding partitions apart
+    then only churned (a few hundred held and let go each second at 250 x 4). Before: every partition held in
+    each 6 s round."""
+    stalls = _stalls()
+    held = _slow_target(stalls, until=60)
+    assert sum(len(keys) for keys in held.values()) <= 2 and max(held, default=0) < 20, held
+    assert stalls.typical_wait(60.0) == 5.0  # the lower bound of a 6 s wait seen a second apart
+
+
+def test_a_partition_silent_while_the_target_is_slow_is_held_once_it_waited_three_times_the_others() -> None:
+    stalls = _stalls()
+    held = _slow_target(stalls, until=60, silent=frozenset({9}))
+    silent = [t for t, keys in held.items() if ("t", 9) in keys]
+    assert silent and 15 <= silent[0] <= 26, held  # 3 x 5 s after its last record in flight was first seen (10 s)
+    assert ("t", 9) in stalls.limits
+
+
+def test_a_target_that_goes_away_holds_its_partitions_after_the_usual_wait() -> None:
+    """Nothing acknowledged at all: no wait to compare with, so ``after`` s as before."""
+    stalls = _stalls()
+    for t in range(5):
+        stalls.observe({A: t, B: t}, {A: t, B: t}, float(t))
+    assert stalls.observe({A: 5, B: 5}, {A: 5, B: 5}, 5.0) == Changes()
+    for t in range(6, 10):
+        assert stalls.observe({A: 5, B: 5}, {A: 5, B: 5}, float(t)) == Changes()
+    assert stalls.observe({A: 5, B: 5}, {A: 5, B: 5}, 10.0) == Changes(held=(A, B))
