@@ -88,8 +88,9 @@ class HeldApart(ClientEvents):
         self._stop_fetching(keys)
         after = self.ack_stalls.after
         self.subscription.state.partitions_state(
-            keys, PartitionState.STUCK.value, f"the target acknowledged none of its records for {after:.3g} s (its "
-            "leader there out of this worker's reach, or the whole target away): held apart, the others go on")
+            keys, PartitionState.STUCK.value, f"the target acknowledged none of its records for {after:.3g} s or "
+            "more (its leader there out of this worker's reach, or the whole target away): held apart, the others go "
+            "on")
 
     def _tell_held_apart(self, digest: Digest | None) -> None:
         """The partitions held apart's changes in a line: when the first is held, when the last copies again, and
@@ -98,16 +99,16 @@ class HeldApart(ClientEvents):
             return
         route, after = self.route.name, self.ack_stalls.after
         if digest.first:
-            log.warning("target acknowledged no record of these partitions for %.3g s: held apart, fetching paused, "
-                        "the others go on route=%s partitions=%s", after, route,
+            log.warning("target acknowledged no record of these partitions for %.3g s or more: held apart, fetching "
+                        "paused, the others go on route=%s partitions=%s", after, route,
                         listed(f"{t}[{p}]" for t, p in digest.added))
         elif digest.empty:
             log.warning("partitions held apart copy again: the target acknowledged their records; none is held apart "
                         "now route=%s partitions=%s", route, listed(f"{t}[{p}]" for t, p in digest.removed))
         else:
             log.warning("partitions held apart: %d now; in the last %.0f s %d more were held apart (no record "
-                        "acknowledged for %.3g s) and %d copy again route=%s held=%s copy_again=%s", digest.size,
-                        digest.seconds, len(digest.added), after, len(digest.removed), route,
+                        "acknowledged for %.3g s or more) and %d copy again route=%s held=%s copy_again=%s",
+                        digest.size, digest.seconds, len(digest.added), after, len(digest.removed), route,
                         listed(f"{t}[{p}]" for t, p in digest.added), listed(f"{t}[{p}]" for t, p in digest.removed))
 
     def _stop_fetching(self, keys: tuple[TP, ...] | list[TP]) -> None:
