@@ -78,16 +78,22 @@ class AckStalls:
         in flight (one absent has none); ``acked``, of each of those and each held apart (``limits``), the source
         offset after its last acknowledged record (None: none yet, or not placed)."""
         self.looks += 1
-        self._note_waits(oldest, now)
-        typical = self.typical_wait(now)
-        stalled_for = self.after if typical is None else max(self.after, SLOWER * typical)
+        last, self._looked_at = self._looked_at, now
+        waits = self._acknowledged_waits(oldest, last)
         released, probing = [], []
         for key in list(self._apart):
+            apart = self._apart[key]
+            held_since = apart.stalled_since if apart.retry_at is None and not apart.probing else None
             turn = self._look_apart(key, oldest.get(key), acked.get(key), now)
             if turn == "released":
                 released.append(key)
+                if held_since is not None and last is not None:  # what it waited is the target's wait too
+                    waits.append(max(0.0, last - held_since))
             elif turn == "probing":
                 probing.append(key)
+        self._keep_waits(waits, now)
+        typical = self.typical_wait(now)
+        stalled_for = self.after if typical is None else max(self.after, SLOWER * typical)
         for key in [key for key in self._seen if key not in oldest]:  # all acknowledged
             del self._seen[key]
         held = []
@@ -102,15 +108,18 @@ class AckStalls:
                 held.append(key)
         return Changes(tuple(held), tuple(released), tuple(probing))
 
-    def _note_waits(self, oldest: Mapping[TP, int], now: float) -> None:
-        """How long the oldest records acknowledged since the last look waited, at least: from when a look first
-        saw one oldest until the last look that still did (the looks are a second apart; their median is kept)."""
-        last, self._looked_at = self._looked_at, now
-        if last is not None:
-            waits = [max(0.0, last - since) for key, (offset, since) in self._seen.items()
-                     if key not in self._apart and oldest.get(key) != offset]
-            if waits:
-                self._waits.append((now, median(waits)))
+    def _acknowledged_waits(self, oldest: Mapping[TP, int], last: float | None) -> list[float]:
+        """How long the oldest records acknowledged since the last look (at ``last``) waited, at least: from when a
+        look first saw one oldest until the last look that still did (the looks are a second apart)."""
+        if last is None:
+            return []
+        return [max(0.0, last - since) for key, (offset, since) in self._seen.items()
+                if key not in self._apart and oldest.get(key) != offset]
+
+    def _keep_waits(self, waits: list[float], now: float) -> None:
+        """Keep this look's median wait (of partitions acknowledged, held ones let go included) for ``after`` s."""
+        if waits:
+            self._waits.append((now, median(waits)))
         while self._waits and now - self._waits[0][0] > self.after:
             self._waits.popleft()
 

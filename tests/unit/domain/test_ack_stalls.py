@@ -145,3 +145,25 @@ def test_a_target_that_goes_away_holds_its_partitions_after_the_usual_wait() -> 
     for t in range(6, 10):
         assert stalls.observe({A: 5, B: 5}, {A: 5, B: 5}, float(t)) == Changes()
     assert stalls.observe({A: 5, B: 5}, {A: 5, B: 5}, 10.0) == Changes(held=(A, B))
+
+
+def test_partitions_let_go_after_the_target_came_back_slow_are_not_held_again_for_its_slowness() -> None:
+    """A whole target away for 8 s holds every partition apart (nothing to compare with); it comes back slow (each
+    record acknowledged 6 s late, all partitions together). What they waited held apart counts as the target's
+    wait, so they are not held again in each 6 s round (a run at 250 x 4 after a target black-holed for 7 s: about
+    200 partitions held and let go every 10 s for 25 s)."""
+    stalls = _stalls()
+    parts = [("t", i) for i in range(10)]
+    held: dict[int, list[TP]] = {}
+    for t in range(61):
+        if t < 10:
+            oldest = {key: t * 10 for key in parts}
+        elif t < 18:
+            oldest = {key: 100 for key in parts}  # away: nothing acknowledged
+        else:
+            oldest = {key: 200 + (t - 18) // 6 for key in parts}  # all of them together, 6 s late
+        changes = stalls.observe(oldest, dict(oldest), float(t))
+        if changes.held:
+            held[t] = list(changes.held)
+    assert held.pop(15) == parts  # the target away: all of them after 5 s, as before
+    assert held == {} and stalls.limits == {}
