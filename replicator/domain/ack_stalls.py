@@ -8,7 +8,8 @@ the whole route stops (seen on three-node clusters with one node black-holed for
 So a partition whose oldest record in flight has waited ``after`` s is *held apart*: nothing more of it is
 produced (the worker stops fetching it), and the others go on. Unless the target is slow for all: while the
 records it does acknowledge waited long too (the median wait of those acknowledged over the last ``after`` s, at
-least), a partition is held only once it has waited ``SLOWER`` times that. A fault run at 250 topics x 4 met a
+least, partitions let go after being held apart with what they waited), a partition is held only once it has
+waited ``SLOWER`` times that. A fault run at 250 topics x 4 met a
 target that acknowledged everything 5-6 s late while the state DB's PostgreSQL stopped beside it (same disk, same
 cores): a few hundred partitions were held apart and let go each second, on the target's slowness, not a node's
 absence.
