@@ -20,6 +20,16 @@ def test_the_consumer_keeps_the_users_choices_and_the_guarantees() -> None:
     assert settings["enable.auto.offset.store"] == "false" and settings["auto.offset.reset"] == "error"
 
 
+def test_a_busy_partition_brings_half_a_mib_per_fetch_unless_the_route_says_more() -> None:
+    """What a small topic's record may wait behind in the prefetch: half a MiB of each busy partition (bench/
+    fairness.py); a route read over a long link raises it (docs/operations.md)."""
+    assert consumer_settings(CONFIG, ROUTE, "w-1")["max.partition.fetch.bytes"] == str(512 * 1024)
+    far = parse_config(
+        "clusters: {a: {bootstrap.servers: 'h:1'}, b: {bootstrap.servers: 'h:2'}}\n"
+        "routes: [{name: r, source: a, target: b, topics: [t], consumer: {max.partition.fetch.bytes: 4194304}}]\n")
+    assert consumer_settings(far, far.routes[0], "w-1")["max.partition.fetch.bytes"] == "4194304"
+
+
 def test_a_worker_without_an_id_is_a_dynamic_member() -> None:
     assert "group.instance.id" not in consumer_settings(CONFIG, ROUTE)
 
