@@ -1,4 +1,4 @@
-"""The fairness bench's pure parts: latency per window of CreateTime, and --variant parsing."""
+"""The fairness bench's pure parts: latency per window of CreateTime, --variant parsing, the warm-up run's place."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))  # the bench's scripts import by file name
 
-from fairness import parse_variant
+from fairness import parse_args, parse_variant, table
 from fairness_probe import window
 
 # (CreateTime ms, latency ms)
@@ -49,3 +49,22 @@ def test_parse_variant(text: str, expected: tuple[str, dict[str, dict[str, str]]
 def test_parse_variant_refuses(text: str) -> None:
     with pytest.raises(SystemExit):
         parse_variant(text)
+
+
+def _run(label: str, records_per_s: int, p99: float) -> dict[str, object]:
+    return {"label": label, "drain": {"startup_s": 3.0, "drain_s": 10.0, "records_per_s": records_per_s},
+            "during": {"records": 100, "p50_ms": 1.0, "p99_ms": p99, "max_ms": p99}, "after": {}}
+
+
+def test_the_warm_up_run_is_left_out_of_the_rows_and_said_under_them() -> None:
+    report = {"settings": {"backlog": 1000, "small": 10, "small_rate": 50}, "machine": {"cpus": 2}, "wall_s": 60.0,
+              "warmup": _run("MirrorFlow warm-up", 48_000, 2600.0),
+              "runs": [_run("MirrorFlow default", 85_000, 1100.0)]}
+    lines = table(report).splitlines()
+    assert [line.split()[1] for line in lines if line.startswith("MirrorFlow")] == ["default"]
+    said = "(left out: a warm-up run of MirrorFlow's defaults first, drain 48,000 rec/s, p99 during it 2,600 ms)"
+    assert said in lines
+
+
+def test_the_warm_up_run_is_on_unless_refused() -> None:
+    assert parse_args([]).warmup and not parse_args(["--no-warmup"]).warmup
