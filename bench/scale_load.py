@@ -17,6 +17,7 @@ from procs import Child, StepFailed, cpu_seconds, create_topics, progress, rss_m
 from replicator.kafka.log_ranges import LATEST
 
 CREATE_BATCH = 100  # topics per CreateTopics request
+SEED_WITHIN_S = 120.0
 WATCH_EVERY_S = 0.5
 
 
@@ -59,14 +60,28 @@ class SteadyLoad:
     _paused: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
-    def seed(self) -> None:
-        """One record per partition, acknowledged, before any peer starts: start-up never waits for the load."""
+    def seed(self, within: float = SEED_WITHIN_S) -> None:
+        """One record per partition, acknowledged, before any peer starts: start-up never waits for the load.
+        A record refused (at 10,000 partitions most of them, by topics created a moment before: their leaders
+        not known yet) is sent again; a partition still without one after ``within`` s fails the step."""
         producer = self._producer()
+        deadline = time.monotonic() + within
+        missing = self.shape.partitions_of()
         try:
-            for tp in self.shape.partitions_of():
-                self._send(producer, tp)
-            if producer.flush(60) != 0:
-                raise StepFailed("seeding the source partitions: records not acknowledged in 60 s")
+            while missing:
+                refused: list[tuple[TopicPartition, str]] = []
+                for tp in missing:
+                    self._send(producer, tp, refused)
+                if producer.flush(max(1.0, deadline - time.monotonic())) != 0:
+                    raise StepFailed(f"seeding the source partitions: records not acknowledged in {within:.0f} s")
+                missing = [tp for tp, _ in refused]
+                if missing and time.monotonic() >= deadline:
+                    raise StepFailed(f"seeding the source partitions: {len(missing):,} of them still refuse a record "
+                                     f"after {within:.0f} s ({refused[0][1]})")
+                if missing:
+                    progress(f"  seeding: {len(missing):,} partitions refused their record ({refused[0][1]}); "
+                             "sending again")
+                    time.sleep(1.0)
         finally:
             producer.close()  # not left to the collector: it would log its reconnects once the clusters stop
 
@@ -89,10 +104,13 @@ class SteadyLoad:
     def _producer(self) -> Producer:
         return Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": "5"})
 
-    def _send(self, producer: Producer, tp: TopicPartition) -> None:
+    def _send(self, producer: Producer, tp: TopicPartition,
+              refused: list[tuple[TopicPartition, str]] | None = None) -> None:
         def on_delivery(error: Any, _message: Any) -> None:
             if error is not None:
                 self.failed += 1
+                if refused is not None:
+                    refused.append((tp, error.str()))
 
         producer.produce(tp.topic, b"x" * 100, partition=tp.partition, on_delivery=on_delivery)
         self.sent += 1
