@@ -338,6 +338,10 @@ class RouteConfig(_Frozen):
         fixed = CONSUMER_FIXED if info.field_name == "consumer" else PRODUCER_FIXED
         for key, why in refused_overrides(properties, fixed):
             raise KeyProblem(f".{key}", why)
+        interval = properties.get("auto.commit.interval.ms") if info.field_name == "consumer" else None
+        if interval is not None and not interval.strip().isdigit():
+            raise KeyProblem(".auto.commit.interval.ms", f"{interval!r}: the worker commits what it stored this "
+                             "often; give a whole number of milliseconds, 0 or more")
         return properties
 
     @property

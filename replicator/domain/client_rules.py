@@ -12,7 +12,7 @@ from collections.abc import Mapping
 # The consumer of a route's source.
 CONSUMER_FIXED = {
     "enable.auto.offset.store": "false",  # an offset is stored only once the target acked it
-    "enable.auto.commit": "true",  # ... and librdkafka commits what was stored, every 250 ms
+    "enable.auto.commit": "false",  # ... and the worker commits what was stored (domain.commit_pace)
     "auto.offset.reset": "error",  # never jump silently: a missing position is decided by us
     "group.protocol": "consumer",  # KIP-848: incremental, broker-driven assignment
     "isolation.level": "read_committed",

@@ -15,6 +15,7 @@ from replicator.config import Config, RouteConfig
 from replicator.domain.client_rules import CONSUMER_FIXED, PRODUCER_FIXED
 from replicator.domain.naming import group_id, positions_group_id
 from replicator.domain.withheld import GroupSays
+from replicator.errors import ConfigError
 from replicator.kafka.group_members import member_assignment
 
 # A broker back from a restart is found within a second: librdkafka's reconnect backoff doubles up to 10 s by
@@ -26,7 +27,9 @@ LINK_DEFAULTS = {"reconnect.backoff.max.ms": "1000"}
 # Settings that carry the no-loss guarantee: see replicator.domain.client_rules (a config cannot change them).
 CONSUMER_DEFAULTS = {
     **LINK_DEFAULTS,
-    "auto.commit.interval.ms": "250",  # the window of duplicates after a crash
+    # How often the worker commits the offsets it stored (itself: see replicator.domain.commit_pace), the
+    # window of duplicates after a crash. librdkafka's auto-commit is off; this is its name for the same wish.
+    "auto.commit.interval.ms": "250",
     "fetch.min.bytes": "1",
     "fetch.wait.max.ms": "500",
     "queued.max.messages.kbytes": "65536",
@@ -86,12 +89,25 @@ def consumer_settings(config: Config, route: RouteConfig, worker_id: str | None 
         "client.id": f"mirrorflow-{route.name}-consumer",  # a user's own client.id (quotas) wins
         **source.client_properties(route.consumer),
         **CONSUMER_FIXED,
-        **({"enable.auto.commit": "false"} if exactly_once else {}),
         "group.id": group_id(route),
         **static,
         "logger": LIBRDKAFKA_LOG,
         **callbacks,
     }
+
+
+def commit_interval(config: Config, route: RouteConfig) -> float:
+    """Seconds between an at-least-once worker's commits of what it stored: the route's consumer
+    ``auto.commit.interval.ms`` (250 ms by default)."""
+    value = consumer_settings(config, route)["auto.commit.interval.ms"]
+    try:
+        millis = int(str(value).strip())
+    except ValueError:
+        millis = -1
+    if millis < 0:
+        raise ConfigError(f"route {route.name}: consumer auto.commit.interval.ms {value!r}: the worker commits what "
+                          "it stored this often; give a whole number of milliseconds, 0 or more")
+    return millis / 1000
 
 
 def membership_settings(config: Config, route: RouteConfig, worker_id: str | None = None,
@@ -104,8 +120,7 @@ def membership_settings(config: Config, route: RouteConfig, worker_id: str | Non
         **LINK_DEFAULTS,
         "client.id": f"mirrorflow-{route.name}-member",
         **target.client_properties(route.consumer),
-        **CONSUMER_FIXED,
-        "enable.auto.commit": "false",  # its offsets are committed only inside the route's transactions
+        **CONSUMER_FIXED,  # its offsets are committed only inside the route's transactions
         "group.id": positions_group_id(route),
         **static,
         "logger": LIBRDKAFKA_LOG,

@@ -377,8 +377,15 @@ class FakeConsumer(FakeLogin):
             self._commit_stored(raise_errors=False)
 
     def _commit_stored(self, raise_errors: bool) -> list[TopicPartition]:
-        offsets, self.stored = dict(self.stored), {}
-        return self._commit_offsets(offsets, raise_errors)
+        """Commit the stored offsets. As in librdkafka, an offset stays stored until a commit of it succeeds: a
+        failed commit leaves it for the next."""
+        offsets = dict(self.stored)
+        parts = self._commit_offsets(offsets, raise_errors)
+        if parts:
+            for key, value in offsets.items():
+                if self.stored.get(key) == value:
+                    del self.stored[key]
+        return parts
 
     def _commit_offsets(self, offsets: dict[TP, tuple[int, str | None]], raise_errors: bool) -> list[TopicPartition]:
         parts = [_partition(t, p, o, m) for (t, p), (o, m) in offsets.items()]
@@ -397,14 +404,22 @@ class FakeConsumer(FakeLogin):
     def commit(self, message: object = None, offsets: list[TopicPartition] | None = None,
                asynchronous: bool = True) -> list[TopicPartition] | None:
         """Commit ``offsets`` (a consumer that never joined makes a "simple" commit), else the stored ones
-        (_NO_OFFSET when there are none). An asynchronous commit of ``offsets`` reports errors to ``on_commit``
-        only, as librdkafka does."""
+        (_NO_OFFSET when there are none). An asynchronous commit reports errors to ``on_commit`` only, as
+        librdkafka does."""
         self.process.checkpoint()
         if offsets is None:
-            self.cluster.check_reachable("commit", self.process)
-            if not self.stored:
-                raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "no offset to commit"))
-            return self._commit_stored(raise_errors=True)
+            try:
+                self.cluster.check_reachable("commit", self.process)
+                if not self.stored:
+                    raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "no offset to commit"))
+            except KafkaException as exc:
+                if not asynchronous:
+                    raise
+                if self.on_commit is not None:  # an asynchronous commit says how it went to the callback only
+                    self.on_commit(exc.args[0], [])
+                return None
+            committed = self._commit_stored(raise_errors=not asynchronous)
+            return None if asynchronous else committed
         explicit = {(tp.topic, tp.partition): (tp.offset, tp.metadata) for tp in offsets}
         try:
             self.cluster.check_reachable("commit", self.process)

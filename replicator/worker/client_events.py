@@ -173,4 +173,6 @@ class ClientEvents(Watches):
         if error is None:  # the group's coordinator took it: the source answers this worker's membership
             self.outage.answers(time.monotonic())
         ok = error is None or error.code() == KafkaError._NO_OFFSET
+        if not ok:
+            self.commit_pace.failed()  # its offsets are still stored: asked again at the next turn
         metrics.COMMITS.labels(self.route.name, "ok" if ok else "failed").inc()

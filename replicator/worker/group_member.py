@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from replicator.domain.commit_metadata import encode_note
+from replicator.domain.commit_pace import CommitPace
 from replicator.domain.offset_sync import encode_sync
 from replicator.kafka.clients import close_within
 from replicator.logs import listed
@@ -63,6 +64,7 @@ class GroupMember(ABC):
     _abandoned: set[int]  # ids of clients whose close did not return (left behind): their late callbacks ignored
     renewing: bool  # the source consumer is being closed to be replaced (see ``_renew_consumer``)
     purged_reports: int  # reports of records the producer dropped unsent, served so far
+    commit_pace: CommitPace  # when the stored offsets are committed (at-least-once)
 
     @property
     def consumer(self) -> Consumer:
@@ -359,7 +361,7 @@ class GroupMember(ABC):
     def _commit_now(self, keys: set[TP] | None = None, asynchronous: bool = False) -> None:
         consumer = self.consumer
         self.inflight.dirty.update(self.inflight.ledgers if keys is None else keys & set(self.inflight.ledgers))
-        self._store_offsets()
+        self._store_moved()
         try:
             if asynchronous:
                 consumer.commit(asynchronous=True)
@@ -373,12 +375,25 @@ class GroupMember(ABC):
     # -- offsets ---------------------------------------------------------------------
 
     def _store_offsets(self) -> None:
+        """Each turn: store the commit positions that moved, and commit what is stored when it is due
+        (``commit_pace``: librdkafka's own auto-commit would walk the whole assignment every 250 ms)."""
+        self._store_moved()
+        if self._consumer is not None and not self.unsafe and self.commit_pace.due(time.monotonic()):
+            try:
+                self._consumer.commit(asynchronous=True)  # its outcome comes to ``_on_commit``
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError._NO_OFFSET:
+                    self.commit_pace.failed()
+                    log.debug("commit not asked route=%s error=%s", self.route.name, exc.args[0].str())
+
+    def _store_moved(self) -> None:
         if self._consumer is None or self.unsafe or not self.inflight.dirty:
             return
         stored_at = int(time.time() * 1000)  # `mirrorflow status` shows it as "last replicated"
         offsets = [TopicPartition(key[0], key[1], position, metadata=encode_note(stored_at, self.topic_id_of.get(key)))
                    for key, position in self.inflight.commit_positions().items()]
         if offsets:
+            self.commit_pace.stored()  # also when a part of them fails below: the rest is stored
             try:
                 self._consumer.store_offsets(offsets=offsets)
             except KafkaException as exc:  # a partition unassigned meanwhile: its next owner commits

@@ -1,8 +1,8 @@
 """One route's hot path: consume a batch, produce it, store offsets the target acknowledged.
 
 librdkafka does the I/O; this loop only moves references. The no-loss rule: a
-source offset is stored (and then committed by librdkafka's auto-commit) only
-after the target acknowledged that record and all before it (PartitionLedger).
+source offset is stored (and then committed, ``commit_pace``) only after the
+target acknowledged that record and all before it (PartitionLedger).
 
 What keeps the rule true under faults:
 - every record the consumer returns is sent, or kept in ``backlog`` (oldest first)
@@ -34,6 +34,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 
 from replicator.config import Config, RouteConfig
 from replicator.domain.ack_stalls import AckStalls
+from replicator.domain.commit_pace import CommitPace
 from replicator.domain.dead_letter import may_not_fit, record_size
 from replicator.domain.inflight import PartitionLedger
 from replicator.domain.outage import OutageWatch
@@ -44,12 +45,7 @@ from replicator.domain.stuck import StuckWatch
 from replicator.domain.withheld import AFTER_S as WITHHELD_AFTER_S
 from replicator.domain.withheld import HOLDER_SHARE, KeptWatch, ReleaseWatch, WithheldWatch
 from replicator.errors import ClusterError, MirrorFlowError
-from replicator.kafka.clients import (
-    KAFKA_CLIENTS,
-    ClientFactory,
-    consumer_settings,
-    producer_settings,
-)
+from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, commit_interval, consumer_settings, producer_settings
 from replicator.worker import metrics
 from replicator.worker.assignment import Positioner
 from replicator.worker.client_events import NOT_THERE
@@ -106,7 +102,7 @@ class RouteWorker(HeldApart):
         # the target comes off: the records land as they were first written there.
         self.loop_check = route.loop_check
         self.add_origin = route.policy != "prefix" and route.loop_check
-        self.inflight = InFlight()
+        self.inflight, self.commit_pace = InFlight(), CommitPace(commit_interval(config, route))
         self.unplaced: set[TP] = set()  # assigned, paused, not yet positioned
         self.replays: set[TP] = set()  # records of these failed as "not there": copy again from the failed one
         self.purged_reports = 0  # reports of records the producer dropped unsent (see ``_drop_unsent``)

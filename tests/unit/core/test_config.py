@@ -132,8 +132,12 @@ def test_config_path_comes_from_environment_when_not_given(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(("where", "override", "named"), [
-    ("consumer", "enable.auto.commit: false",
-     "routes[0].consumer.enable.auto.commit: MirrorFlow sets enable.auto.commit=true"),
+    ("consumer", "enable.auto.commit: true",
+     "routes[0].consumer.enable.auto.commit: MirrorFlow sets enable.auto.commit=false"),
+    ("consumer", "auto.commit.interval.ms: soon",
+     "routes[0].consumer.auto.commit.interval.ms: 'soon': the worker commits what it stored this often; give a "
+     "whole number of milliseconds, 0 or more"),
+    ("consumer", "auto.commit.interval.ms: -5", "routes[0].consumer.auto.commit.interval.ms: '-5'"),
     ("consumer", "auto.offset.reset: earliest",
      "routes[0].consumer.auto.offset.reset: MirrorFlow sets auto.offset.reset=error (replication without loss "
      "depends on it); remove it (where a route starts without committed offsets is its `start:`"),
