@@ -71,7 +71,10 @@ class SteadyLoad:
             while missing:
                 refused: list[tuple[TopicPartition, str]] = []
                 for tp in missing:
-                    self._send(producer, tp, refused)
+                    try:
+                        self._send(producer, tp, refused)
+                    except KafkaException as exc:  # a topic librdkafka already knows as unknown: refused at once
+                        refused.append((tp, exc.args[0].str()))
                 if producer.flush(max(1.0, deadline - time.monotonic())) != 0:
                     raise StepFailed(f"seeding the source partitions: records not acknowledged in {within:.0f} s")
                 missing = [tp for tp, _ in refused]

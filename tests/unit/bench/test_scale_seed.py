@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))  # the bench's scripts import by file name
 
@@ -19,14 +19,16 @@ class RefusingProducer:
     """Acknowledges a partition's record only once it was refused ``refusals`` times (a topic created a moment
     before: its leader not known yet); reports from ``flush``, as librdkafka's ``poll`` does."""
 
-    def __init__(self, refusals: int) -> None:
-        self.refusals, self.tries = refusals, {}
+    def __init__(self, refusals: int, at_once: bool = False) -> None:
+        self.refusals, self.tries, self.at_once = refusals, {}, at_once
         self.acked: set[tuple[str, int]] = set()
         self.reports: list[tuple[Any, tuple[str, int]]] = []
 
     def produce(self, topic: str, value: bytes, partition: int, on_delivery: Any) -> None:
         key = (topic, partition)
         self.tries[key] = self.tries.get(key, 0) + 1
+        if self.at_once and self.tries[key] <= self.refusals:  # librdkafka, once it knows the topic as unknown
+            raise KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC, "Unknown topic"))
         self.reports.append((on_delivery, key))
 
     def poll(self, _timeout: float) -> int:
@@ -56,11 +58,12 @@ def load_with(producer: RefusingProducer, monkeypatch: pytest.MonkeyPatch) -> St
     return load
 
 
+@pytest.mark.parametrize("at_once", [False, True])
 def test_a_record_refused_by_a_new_topic_is_sent_again_until_every_partition_has_one(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        at_once: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Found at 2,500 topics x 4: 7,200 seed records were refused and the bench then waited for partitions that
-    would never have a record."""
-    producer = RefusingProducer(refusals=2)
+    would never have a record. Sent again, librdkafka refused some at once (the topic known as unknown)."""
+    producer = RefusingProducer(refusals=2, at_once=at_once)
     load_with(producer, monkeypatch).seed()
     assert producer.acked == {(tp.topic, tp.partition) for tp in SHAPE.partitions_of()}
 
