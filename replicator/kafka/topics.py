@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from concurrent.futures import Future
+from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+from replicator.domain import request_batches
+from replicator.domain.request_batches import weighted_batches
 from replicator.errors import ClusterError
 from replicator.kafka.admin import ANSWER_GRACE_S
 from replicator.kafka.topic_describes import DESCRIBE_TIMEOUT_S, describe_topic_configs
@@ -79,11 +83,19 @@ def ensure_target_topics(
         configs = _copied_configs(source, [src for src, _ in missing.values()])
         new = [NewTopic(name, num_partitions=parts, replication_factor=-1, config=configs.get(src, {}))
                for name, (src, parts) in missing.items()]
-        changed += _settle(target.create_topics(new, request_timeout=15), "create", "created")
+        changed += _settle(create_topics_in_batches(target, new, 15), "create", "created")
     if grow:
         growth = [NewPartitions(name, parts) for name, parts in grow.items()]
         changed += _settle(target.create_partitions(growth, request_timeout=15), "add partitions to", "grown")
     return sorted(changed)
+
+
+def create_topics_in_batches(admin: AdminClient, new: list[NewTopic], timeout: float) -> dict[str, Future[Any]]:
+    """``admin.create_topics`` in requests a broker takes (``domain.request_batches``): each topic's future."""
+    futures: dict[str, Future[Any]] = {}
+    for batch in weighted_batches(new, lambda topic: topic.num_partitions, request_batches.PARTITIONS_PER_REQUEST):
+        futures.update(admin.create_topics(batch, request_timeout=timeout))
+    return futures
 
 
 def _settle(futures: Mapping[str, object], verb: str, done_verb: str) -> list[str]:

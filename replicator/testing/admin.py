@@ -75,6 +75,12 @@ def _settled(work: Callable[[], T]) -> Future[T]:
     return future
 
 
+def _failed(error: KafkaException) -> Future[None]:
+    future: Future[None] = Future()
+    future.set_exception(error)
+    return future
+
+
 class FakeAdmin(FakeLogin):
     """list/describe/create topics and describe configs, answered at once (or timed out when frozen)."""
 
@@ -110,7 +116,13 @@ class FakeAdmin(FakeLogin):
         return {name: _settled(functools.partial(describe, name)) for name in topics.topic_names}
 
     def create_topics(self, new_topics: list[NewTopic], request_timeout: float = -1) -> dict[str, Future[None]]:
-        """Create each topic (TOPIC_ALREADY_EXISTS per existing one)."""
+        """Create each topic (TOPIC_ALREADY_EXISTS per existing one); a request of more partitions in all than
+        the cluster takes (Kafka's controller: 10,000) is refused whole, each topic's future failing so."""
+        if sum(t.num_partitions for t in new_topics) > self.cluster.partitions_per_request:
+            refused = KafkaException(KafkaError(KafkaError.POLICY_VIOLATION,
+                                                "Excessively large number of partitions per request."))
+            return {t.topic: _failed(refused) for t in new_topics}
+
         def create(topic: NewTopic) -> None:
             self._check()
             self.cluster.create_topic(topic.topic, topic.num_partitions, dict(topic.config or {}))

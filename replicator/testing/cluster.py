@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException
 
+from replicator.domain.request_batches import BROKER_PARTITIONS_PER_REQUEST
 from replicator.testing.group import FakeGroup
 from replicator.testing.process import FakeProcess
 from replicator.testing.transactions import Coordinator
@@ -108,6 +109,8 @@ class FakeCluster:
         self.coordinator_moves = 0
         # The brokers' offset.metadata.max.bytes: a committed offset's metadata longer than this is refused.
         self.offset_metadata_max_bytes = 4096
+        # Partitions one CreateTopics request may carry in all (Kafka's controller refuses more than 10,000).
+        self.partitions_per_request = BROKER_PARTITIONS_PER_REQUEST
         # Requests to time out before answering again, by name ("committed", "list_topics", ...).
         self.failures: dict[str, int] = {}
         # Requests held until their gate opens, by name (a broker slow to answer: the metadata of thousands of

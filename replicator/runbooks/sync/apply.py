@@ -38,6 +38,7 @@ from replicator.domain.sync_plan import (
 from replicator.domain.sync_run import Outcome, SyncChange
 from replicator.errors import ClusterError
 from replicator.kafka.admin import error_name, error_text
+from replicator.kafka.topics import create_topics_in_batches
 from replicator.runbooks.sync.read import read_view, to_binding
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ def _outcome(action: SyncAction, future: Future[Any], timeout: float) -> tuple[R
 def _create_topics(admin: AdminClient, batch: list[CreateTopic], timeout: float) -> list[Future[Any]]:
     new = [NewTopic(a.topic, num_partitions=a.partitions, replication_factor=-1, config=dict(a.configs))
            for a in batch]
-    futures = admin.create_topics(new, request_timeout=timeout)
+    futures = create_topics_in_batches(admin, new, timeout)
     return [futures[a.topic] for a in batch]
 
 
