@@ -108,11 +108,19 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, Cl
         server.stop()
 
 
+def _route_name(guarantee: str) -> str:
+    """One route per case: a route's workers of the other guarantee, stopped by the case before, may still be
+    members of its source group for a moment, and the exactly-once workers' preflight rightly refuses to start
+    beside them (seen twice in session 36, two seconds after a clean stop)."""
+    return f"leaders-{guarantee}"
+
+
 def _route(pair: tuple[Cluster, Cluster], topic: str, path: Path, guarantee: str) -> Path:
     source, target = pair
     create_topics(source.bootstrap, {topic: PARTITIONS})
     return write_config(path / "m.yaml", source.bootstrap, target.bootstrap, [
-        {"name": "leaders", "source": "primary", "target": "backup", "topics": [topic], "guarantee": guarantee}])
+        {"name": _route_name(guarantee), "source": "primary", "target": "backup", "topics": [topic],
+         "guarantee": guarantee}])
 
 
 def _move_leaders(pair: tuple[Cluster, Cluster], topic: str) -> list[Rec]:
@@ -135,8 +143,9 @@ def _move_leaders(pair: tuple[Cluster, Cluster], topic: str) -> list[Rec]:
     return written
 
 
-def _at_the_ends(source: Cluster, topic: str) -> None:
-    wait_until(lambda: committed(source.bootstrap, "mirrorflow-leaders", topic, PARTITIONS)
+def _at_the_ends(source: Cluster, topic: str, guarantee: str) -> None:
+    group = f"mirrorflow-{_route_name(guarantee)}"
+    wait_until(lambda: committed(source.bootstrap, group, topic, PARTITIONS)
                == end_offsets(source.bootstrap, topic, PARTITIONS), 120, "the route to commit the source's ends")
 
 
@@ -159,7 +168,7 @@ def _copy_while_leaders_move(pair: tuple[Cluster, Cluster], topic: str, tmp_path
     workers += [Worker(config, log_dir=tmp_path), Worker(config, log_dir=tmp_path)]
     wait_until(lambda: all("placed" in w.output() for w in workers), 90, "both workers copying")
     records = first + _move_leaders(pair, topic)
-    _at_the_ends(source, topic)
+    _at_the_ends(source, topic, guarantee)
     return records
 
 
