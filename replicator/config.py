@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from replicator.domain.client_rules import CONSUMER_FIXED, PRODUCER_FIXED, refused_overrides
+from replicator.domain.commit_pace import INTERVAL_KEY, interval_of
 from replicator.domain.group_filter import DEFAULT_EXCLUDED_GROUPS, DEFAULT_GROUPS, GroupFilter
 from replicator.domain.heartbeat import heartbeat_patterns
 from replicator.domain.replication_policy import ReplicationPolicy, policy_for
@@ -113,6 +114,18 @@ def _client_key_problems(properties: Mapping[str, str]) -> list[tuple[str, str]]
         load_pem_private_key(pem, password.encode())
     except (ValueError, TypeError):
         return [("ssl.key.password", f"does not decrypt the key {path} (ssl.key.location)")]
+    return []
+
+
+def _commit_interval_problems(properties: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``(key, problem)`` when the interval of the worker's own commits is not one it can use (a consumer's
+    ``auto.commit.interval.ms``, in a route's or a cluster's properties; a producer ignores it)."""
+    if INTERVAL_KEY not in properties:
+        return []
+    try:
+        interval_of(properties[INTERVAL_KEY])
+    except ValueError as exc:
+        return [(INTERVAL_KEY, str(exc))]
     return []
 
 
@@ -338,10 +351,8 @@ class RouteConfig(_Frozen):
         fixed = CONSUMER_FIXED if info.field_name == "consumer" else PRODUCER_FIXED
         for key, why in refused_overrides(properties, fixed):
             raise KeyProblem(f".{key}", why)
-        interval = properties.get("auto.commit.interval.ms") if info.field_name == "consumer" else None
-        if interval is not None and not interval.strip().isdigit():
-            raise KeyProblem(".auto.commit.interval.ms", f"{interval!r}: the worker commits what it stored this "
-                             "often; give a whole number of milliseconds, 0 or more")
+        for key, problem in _commit_interval_problems(properties):
+            raise KeyProblem(f".{key}", problem)
         return properties
 
     @property
@@ -377,6 +388,8 @@ class Config(_Frozen):
             properties = _properties(props, f".{name}")
             for key, why in refused_overrides(properties, CONSUMER_FIXED, PRODUCER_FIXED):
                 raise KeyProblem(f".{name}.{key}", why)
+            for key, problem in _commit_interval_problems(properties):
+                raise KeyProblem(f".{name}.{key}", problem)
             if not properties.get("bootstrap.servers", "").strip():
                 raise KeyProblem(f".{name}", "missing required key 'bootstrap.servers'")
             for key, problem in _unreadable_files(properties):

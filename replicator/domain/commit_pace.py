@@ -11,7 +11,19 @@ at once.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+INTERVAL_KEY = "auto.commit.interval.ms"  # librdkafka's name for the same wish, in a route's or cluster's properties
+
+
+def interval_of(value: str) -> float:
+    """Seconds between commits for the ``auto.commit.interval.ms`` ``value``; ValueError saying what is wrong."""
+    text = str(value).strip()
+    if not re.fullmatch(r"[0-9]+", text):
+        raise ValueError(f"{value!r}: the worker commits what it stored this often; give a whole number of "
+                         "milliseconds, 0 or more")
+    return int(text) / 1000
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ from confluent_kafka.admin import AdminClient
 
 from replicator.config import Config, RouteConfig
 from replicator.domain.client_rules import CONSUMER_FIXED, PRODUCER_FIXED
+from replicator.domain.commit_pace import INTERVAL_KEY, interval_of
 from replicator.domain.naming import group_id, positions_group_id
 from replicator.domain.withheld import GroupSays
 from replicator.errors import ConfigError
@@ -99,15 +100,10 @@ def consumer_settings(config: Config, route: RouteConfig, worker_id: str | None 
 def commit_interval(config: Config, route: RouteConfig) -> float:
     """Seconds between an at-least-once worker's commits of what it stored: the route's consumer
     ``auto.commit.interval.ms`` (250 ms by default)."""
-    value = consumer_settings(config, route)["auto.commit.interval.ms"]
     try:
-        millis = int(str(value).strip())
-    except ValueError:
-        millis = -1
-    if millis < 0:
-        raise ConfigError(f"route {route.name}: consumer auto.commit.interval.ms {value!r}: the worker commits what "
-                          "it stored this often; give a whole number of milliseconds, 0 or more")
-    return millis / 1000
+        return interval_of(consumer_settings(config, route)[INTERVAL_KEY])
+    except ValueError as exc:
+        raise ConfigError(f"route {route.name}: consumer {INTERVAL_KEY} {exc}") from None
 
 
 def membership_settings(config: Config, route: RouteConfig, worker_id: str | None = None,

@@ -170,6 +170,13 @@ def test_a_cluster_property_the_worker_would_ignore_is_refused() -> None:
         parse_config("clusters: {a: {bootstrap.servers: 'h:1', isolation.level: read_uncommitted}}\n")
 
 
+def test_a_cluster_commit_interval_the_worker_cannot_use_is_refused_at_load() -> None:
+    """A cluster's properties reach its routes' consumers too: the interval is checked there as in a route's."""
+    with pytest.raises(ConfigError, match=r"clusters\.a\.auto\.commit\.interval\.ms: '1\.5': the worker commits "
+                                          r"what it stored this often"):
+        parse_config("clusters: {a: {bootstrap.servers: 'h:1', auto.commit.interval.ms: '1.5'}}\n")
+
+
 def test_a_cluster_setting_nothing_reads_is_refused() -> None:
     with pytest.raises(ConfigError) as refused:
         parse_config("clusters: {a: {bootstrap.servers: 'h:1', statistics.interval.ms: '5000'}}\n")

@@ -42,6 +42,10 @@ def test_the_worker_commits_what_it_stored_itself_as_often_as_the_route_says() -
         "clusters: {a: {bootstrap.servers: 'h:1'}, b: {bootstrap.servers: 'h:2'}}\n"
         "routes: [{name: r, source: a, target: b, topics: [t], consumer: {auto.commit.interval.ms: 5000}}]\n")
     assert commit_interval(slow, slow.routes[0]) == 5.0
+    from_cluster = parse_config(
+        "clusters: {a: {bootstrap.servers: 'h:1', auto.commit.interval.ms: 1000}, b: {bootstrap.servers: 'h:2'}}\n"
+        "routes: [{name: r, source: a, target: b, topics: [t]}]\n")
+    assert commit_interval(from_cluster, from_cluster.routes[0]) == 1.0
 
 
 def test_a_worker_without_an_id_is_a_dynamic_member() -> None:
