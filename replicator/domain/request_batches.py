@@ -3,7 +3,9 @@
 Kafka's controller refuses a CreateTopics request of more than 10,000 partitions in all
 ("Excessively large number of partitions per request"): a route whose 2,500 topics of 4
 partitions all existed when it started never created its replicas, its every topic refresh
-refused whole. The creations go in requests of at most ``PARTITIONS_PER_REQUEST``.
+refused whole. Its CreatePartitions takes 10,000 new partitions a request too (its records per
+operation) and fails every topic after them. Creations and growths go in requests of at most
+``PARTITIONS_PER_REQUEST`` new partitions.
 """
 
 from __future__ import annotations

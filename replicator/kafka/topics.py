@@ -16,8 +16,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from replicator.domain import request_batches
-from replicator.domain.request_batches import weighted_batches
+from replicator.domain.request_batches import PARTITIONS_PER_REQUEST, weighted_batches
 from replicator.errors import ClusterError
 from replicator.kafka.admin import ANSWER_GRACE_S
 from replicator.kafka.topic_describes import DESCRIBE_TIMEOUT_S, describe_topic_configs
@@ -69,9 +68,11 @@ def create_sync_topic(target: AdminClient, name: str) -> None:
 
 
 def ensure_target_topics(
-    source: AdminClient, target: AdminClient, wanted: Mapping[str, tuple[str, int]]
+    source: AdminClient, target: AdminClient, wanted: Mapping[str, tuple[str, int]],
+    per_request: int = PARTITIONS_PER_REQUEST,
 ) -> list[str]:
-    """Create missing target topics (``target name -> (source name, partitions)``), grow small ones.
+    """Create missing target topics (``target name -> (source name, partitions)``), grow small ones, in requests
+    of at most ``per_request`` new partitions.
 
     "Already exists" is success. Returns the target topics created or grown.
     """
@@ -83,18 +84,31 @@ def ensure_target_topics(
         configs = _copied_configs(source, [src for src, _ in missing.values()])
         new = [NewTopic(name, num_partitions=parts, replication_factor=-1, config=configs.get(src, {}))
                for name, (src, parts) in missing.items()]
-        changed += _settle(create_topics_in_batches(target, new, 15), "create", "created")
+        changed += _settle(create_topics_in_batches(target, new, 15, per_request), "create", "created")
     if grow:
-        growth = [NewPartitions(name, parts) for name, parts in grow.items()]
-        changed += _settle(target.create_partitions(growth, request_timeout=15), "add partitions to", "grown")
+        growth = [(name, existing[name], parts) for name, parts in grow.items()]
+        changed += _settle(add_partitions_in_batches(target, growth, 15, per_request), "add partitions to", "grown")
     return sorted(changed)
 
 
-def create_topics_in_batches(admin: AdminClient, new: list[NewTopic], timeout: float) -> dict[str, Future[Any]]:
+def create_topics_in_batches(admin: AdminClient, new: list[NewTopic], timeout: float,
+                             per_request: int = PARTITIONS_PER_REQUEST) -> dict[str, Future[Any]]:
     """``admin.create_topics`` in requests a broker takes (``domain.request_batches``): each topic's future."""
     futures: dict[str, Future[Any]] = {}
-    for batch in weighted_batches(new, lambda topic: topic.num_partitions, request_batches.PARTITIONS_PER_REQUEST):
+    for batch in weighted_batches(new, lambda topic: topic.num_partitions, per_request):
         futures.update(admin.create_topics(batch, request_timeout=timeout))
+    return futures
+
+
+def add_partitions_in_batches(admin: AdminClient, growth: list[tuple[str, int, int]], timeout: float,
+                              per_request: int = PARTITIONS_PER_REQUEST) -> dict[str, Future[Any]]:
+    """``admin.create_partitions`` for ``(topic, partitions now, partitions wanted)`` in requests adding at most
+    ``per_request`` partitions: Kafka's controller fails every topic of a request after its first 10,000 new
+    partitions (its records per operation). Each topic's future."""
+    futures: dict[str, Future[Any]] = {}
+    for batch in weighted_batches(growth, lambda grown: grown[2] - grown[1], per_request):
+        futures.update(admin.create_partitions([NewPartitions(name, wanted) for name, _, wanted in batch],
+                                               request_timeout=timeout))
     return futures
 
 

@@ -75,10 +75,8 @@ def _settled(work: Callable[[], T]) -> Future[T]:
     return future
 
 
-def _failed(error: KafkaException) -> Future[None]:
-    future: Future[None] = Future()
-    future.set_exception(error)
-    return future
+def _raise(error: KafkaException) -> None:
+    raise error
 
 
 class FakeAdmin(FakeLogin):
@@ -121,7 +119,7 @@ class FakeAdmin(FakeLogin):
         if sum(t.num_partitions for t in new_topics) > self.cluster.partitions_per_request:
             refused = KafkaException(KafkaError(KafkaError.POLICY_VIOLATION,
                                                 "Excessively large number of partitions per request."))
-            return {t.topic: _failed(refused) for t in new_topics}
+            return {t.topic: _settled(functools.partial(_raise, refused)) for t in new_topics}
 
         def create(topic: NewTopic) -> None:
             self._check()
@@ -130,10 +128,21 @@ class FakeAdmin(FakeLogin):
 
     def create_partitions(self, new_partitions: list[NewPartitions],
                           request_timeout: float = -1) -> dict[str, Future[None]]:
-        """Grow each topic."""
+        """Grow each topic, in order; as Kafka's controller, once the partitions added by the request pass the
+        cluster's bound (10,000: its records per operation) each topic after that fails, the earlier ones grown."""
+        added = 0
+
         def grow(spec: NewPartitions) -> None:
+            nonlocal added
             self._check()
+            with self.cluster.lock:
+                found = self.cluster.topics.get(spec.topic)
+                more = spec.new_total_count - len(found.logs) if found else 0
+            if more > 0 and added + more > self.cluster.partitions_per_request:
+                raise KafkaException(KafkaError(KafkaError.UNKNOWN, "The server experienced an unexpected error "
+                                                                    "when processing the request."))
             self.cluster.add_partitions(spec.topic, spec.new_total_count)
+            added += max(more, 0)
         return {p.topic: _settled(functools.partial(grow, p)) for p in new_partitions}
 
     def describe_configs(self, resources: list[ConfigResource],

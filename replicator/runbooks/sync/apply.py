@@ -21,7 +21,6 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
-    NewPartitions,
     NewTopic,
 )
 
@@ -38,7 +37,7 @@ from replicator.domain.sync_plan import (
 from replicator.domain.sync_run import Outcome, SyncChange
 from replicator.errors import ClusterError
 from replicator.kafka.admin import error_name, error_text
-from replicator.kafka.topics import create_topics_in_batches
+from replicator.kafka.topics import add_partitions_in_batches, create_topics_in_batches
 from replicator.runbooks.sync.read import read_view, to_binding
 
 log = logging.getLogger(__name__)
@@ -106,7 +105,7 @@ def _create_topics(admin: AdminClient, batch: list[CreateTopic], timeout: float)
 
 
 def _add_partitions(admin: AdminClient, batch: list[AddPartitions], timeout: float) -> list[Future[Any]]:
-    futures = admin.create_partitions([NewPartitions(a.topic, a.wanted) for a in batch], request_timeout=timeout)
+    futures = add_partitions_in_batches(admin, [(a.topic, a.current, a.wanted) for a in batch], timeout)
     return [futures[a.topic] for a in batch]
 
 
