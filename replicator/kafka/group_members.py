@@ -1,4 +1,5 @@
-"""How many active members consumer groups have, and what a group gave one member, asked by a child process.
+"""How many active members consumer groups have, what a group gave one member, and which offsets groups
+committed, asked by a child process.
 
 librdkafka 2.16 can abort the whole process while it describes a group (ConsumerGroupDescribe, the
 ``describe_consumer_groups`` of its admin client): "rdkafka_queue.h: rd_kafka_enq_once_del_source_return:
@@ -7,6 +8,10 @@ request: two processes describing a group every 0.3 s beside a broker stopped an
 aborted within three restarts, and workers that described their group died so at a source restart in the
 fault harness (bench/README.md: "What two runs of 2026-11-29 found"). Listing topics or offsets the same way
 lived through every restart.
+
+``AdminClient.list_consumer_group_offsets`` (OffsetFetch naming no partition: the broker answers with the group's
+own) crashed a process (SIGSEGV) while a fresh cluster's group coordinator was still loading; asked here, a crash
+is an error too (``ClientDied``), and the checkpoint then reads partition by partition (``group_offsets``).
 
 The runbooks ask it while a cluster is in trouble (a failover's check for running workers, its commits), and a
 worker asks what the group gave it every minute (``domain.withheld``), so the describe runs in a child process:
@@ -30,6 +35,13 @@ CHILD = [sys.executable, "-m", __name__]
 ASKED_AGAIN_AFTER_ABORT = 1
 STARTING_S = 30.0  # the child's interpreter and confluent-kafka, on a busy machine
 SETTLING_S = 20.0  # replicator.kafka.groups.settled's patience, per group
+# Groups whose offsets the child asks at once (one admin client: each a request of its own). A checkpoint of
+# 1,000 groups over 2,000 partitions read them in 0.3-0.7 s so, 9-11 s partition by partition (bench/README.md).
+OFFSETS_AT_ONCE = 16
+
+
+class ClientDied(ClusterError):
+    """The child's Kafka client died (librdkafka aborted or crashed): nothing it asked is known."""
 
 
 def active_members(properties: Mapping[str, str], groups: Iterable[str], what: str,
@@ -44,6 +56,20 @@ def active_members(properties: Mapping[str, str], groups: Iterable[str], what: s
     return {group: int(answer["members"][group]) for group in wanted}
 
 
+def committed_offsets(properties: Mapping[str, str], groups: Iterable[str], what: str,
+                      timeout: float = 15.0) -> dict[str, dict[tuple[str, int], int]]:
+    """Each group's committed offsets, of every partition it has one on (none for a group that does not exist);
+    ClientDied when the child's client died, asked twice."""
+    wanted = sorted(set(groups))
+    if not wanted:
+        return {}
+    bound = STARTING_S + -(-len(wanted) // OFFSETS_AT_ONCE) * (timeout + 5 + SETTLING_S)
+    answer = _ask({"ask": "offsets", "properties": dict(properties), "groups": wanted, "what": what,
+                   "timeout": timeout}, what, bound, "list consumer group offsets")
+    return {group: {(topic, partition): offset for topic, partition, offset in answer["offsets"][group]}
+            for group in wanted}
+
+
 def member_assignment(properties: Mapping[str, str], group: str, member_id: str, what: str,
                       timeout: float = 5.0) -> GroupSays | None:
     """What the coordinator says of the member and the others (KIP-848: ConsumerGroupDescribe; see
@@ -54,15 +80,15 @@ def member_assignment(properties: Mapping[str, str], group: str, member_id: str,
                                   for m, owned, target in answer["described"]])
 
 
-def _ask(request: dict[str, Any], what: str, bound: float) -> dict[str, Any]:
-    """The child's answer to ``request``; its error, its death (asked again once after a signal) or no answer
-    within ``bound`` s as a ClusterError naming ``what``."""
+def _ask(request: dict[str, Any], what: str, bound: float, doing: str = "describe consumer groups") -> dict[str, Any]:
+    """The child's answer to ``request``; its error, its death (asked again once after a signal; ClientDied) or no
+    answer within ``bound`` s as a ClusterError naming ``what`` and what it was ``doing``."""
     for asked in range(ASKED_AGAIN_AFTER_ABORT + 1):
         try:
             done = subprocess.run(CHILD, input=json.dumps(request), capture_output=True, text=True, timeout=bound,
                                   check=False)
         except subprocess.TimeoutExpired:
-            raise ClusterError(f"{what}: describe consumer groups: no answer in {bound:.0f} s",
+            raise ClusterError(f"{what}: {doing}: no answer in {bound:.0f} s",
                                retriable=True) from None
         answer = _answer(done.stdout)
         if answer is not None:
@@ -72,8 +98,8 @@ def _ask(request: dict[str, Any], what: str, bound: float) -> dict[str, Any]:
         if done.returncode >= 0 or asked == ASKED_AGAIN_AFTER_ABORT:
             break
     how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
-    raise ClusterError(f"{what}: describe consumer groups: the Kafka client died ({how}): {_why(done.stderr)}",
-                       retriable=done.returncode < 0)
+    raise ClientDied(f"{what}: {doing}: the Kafka client died ({how}): {_why(done.stderr)}",
+                     retriable=done.returncode < 0)
 
 
 def _answer(stdout: str) -> dict[str, Any] | None:
@@ -122,6 +148,40 @@ def _assignment(admin: Any, group: str, timeout: float) -> dict[str, Any]:
                           for member in description.members]}
 
 
+def _group_offsets(admin: Any, groups: list[str], what: str, timeout: float) -> dict[str, list[list[Any]]]:
+    """In the child: each group's ``[topic, partition, offset]`` of every partition it committed, a few groups at
+    once; an error on one partition (other than a topic deleted since) fails the whole answer, as a read by
+    partition does."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+
+    from replicator.kafka.groups import settled
+
+    def read(group: str) -> list[list[Any]]:
+        def fetch() -> list[Any]:
+            future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
+                                                       request_timeout=timeout)[group]
+            try:
+                return list(future.result(timeout + 5).topic_partitions or ())
+            except KafkaException as exc:
+                if exc.args[0].name() == "GROUP_ID_NOT_FOUND":
+                    return []
+                raise
+
+        out = []
+        for tp in settled(fetch, f"{what}: committed offsets of group {group!r}", SETTLING_S):
+            if tp.error is not None and tp.error.name() != "UNKNOWN_TOPIC_OR_PART":
+                raise ClusterError(f"{what}: committed offset of group {group!r} on {tp.topic}-{tp.partition}: "
+                                   f"{tp.error.name()}: {tp.error.str()}", retriable=tp.error.retriable())
+            if tp.error is None and tp.offset >= 0:
+                out.append([tp.topic, tp.partition, tp.offset])
+        return out
+
+    with ThreadPoolExecutor(min(OFFSETS_AT_ONCE, len(groups)), thread_name_prefix="group") as pool:
+        return dict(zip(groups, pool.map(read, groups), strict=True))
+
+
 def _pairs(assignment: Any) -> list[tuple[str, int]]:
     return sorted((tp.topic, tp.partition) for tp in assignment.topic_partitions)
 
@@ -138,6 +198,8 @@ def main() -> None:
         admin = AdminClient(request["properties"])
         if request["ask"] == "members":
             answer = {"members": _count_members(admin, request["groups"], what, timeout)}
+        elif request["ask"] == "offsets":
+            answer = {"offsets": _group_offsets(admin, request["groups"], what, timeout)}
         else:
             answer = _assignment(admin, request["group"], timeout)
     except ClusterError as exc:
@@ -147,7 +209,8 @@ def main() -> None:
         if request["ask"] == "assignment" and error.name() == "GROUP_ID_NOT_FOUND":
             answer = {"described": []}
         else:
-            answer = {"error": f"{what}: describe consumer groups: {error.name()}: {error.str()}",
+            doing = "list consumer group offsets" if request["ask"] == "offsets" else "describe consumer groups"
+            answer = {"error": f"{what}: {doing}: {error.name()}: {error.str()}",
                       "retriable": error.retriable() or error.name() in ("_TIMED_OUT", "_TRANSPORT")}
     print(json.dumps(answer))
 

@@ -35,7 +35,7 @@ from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import cluster_metadata
 from replicator.kafka.clients import admin_settings
 from replicator.kafka.group_members import active_members
-from replicator.kafka.group_offsets import Asked, for_each_group, read_committed
+from replicator.kafka.group_offsets import committed_of_groups, for_each_group, read_committed
 from replicator.kafka.groups import list_groups
 from replicator.kafka.log_ranges import ends, watermarks
 from replicator.kafka.topics import source_partitions
@@ -86,8 +86,7 @@ def prepare(config: Config, route_name: str, groups: Sequence[str] | None = None
     target_of = {t: policy.format_remote_topic(route.source, t) for t in topics}
     syncs = log.syncs
     stale = _stale_syncs(admin, {p: runs for p, runs in log.runs.items() if p[0] in topics}, on_source)
-    asked = Asked(partitions)
-    committed = for_each_group(lambda group: asked.committed(source, group, on_source), chosen)
+    committed = committed_of_groups(source, chosen, partitions, on_source)
     checkpoints = [c for group in chosen for c in checkpoints_of_group(
         group, committed[group], syncs, replicated_end, target_of)]
     plan: list[TargetOffset] = []

@@ -108,3 +108,49 @@ def test_the_child_counts_the_members_a_real_cluster_has(primary: Endpoint, uniq
         assert members == {unique_name: 1, f"{unique_name}-none": 0}
     finally:
         leave_group(member)
+
+
+def test_a_child_that_dies_reading_offsets_is_client_died_naming_what_it_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(group_members, "CHILD", child(tmp_path, aborts=99))
+    with pytest.raises(group_members.ClientDied) as caught:
+        group_members.committed_offsets({"bootstrap.servers": "b:9092"}, ["g"], "route r: source 'primary'")
+    assert str(caught.value).startswith("route r: source 'primary': list consumer group offsets: the Kafka client "
+                                        "died (signal 6): ")
+    assert runs(tmp_path) == 2
+
+
+def test_many_groups_offsets_are_their_own_partitions_filtered_to_those_asked(
+        primary: Endpoint, unique_name: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A checkpoint asks each group once, naming no partition: every group's offsets on the partitions asked are
+    found (as the read by partition finds them), none of another topic, none for a group that never committed."""
+    from replicator.kafka.group_offsets import commit, committed_of_groups, read_committed
+
+    topics = {f"{unique_name}-a": 3, f"{unique_name}-b": 2}
+    create_topics(primary.bootstrap_servers, topics)
+    groups = [f"g-{unique_name}-{n}" for n in range(20)]
+    for n, group in enumerate(groups[:-1]):  # the last never commits
+        commit(primary.properties, group, {(f"{unique_name}-a", n % 3): n + 1, (f"{unique_name}-b", 1): 7},
+               "primary")
+    asked = [(f"{unique_name}-a", p) for p in range(3)]  # the route's: not topic b
+    found = committed_of_groups(primary.properties, groups, asked, "cluster 'primary'")
+    assert list(found) == groups
+    assert found == {group: read_committed(primary.properties, group, asked, "primary") for group in groups}
+    assert found[groups[4]] == {(f"{unique_name}-a", 1): 5} and found[groups[-1]] == {}
+    assert "partition by partition" not in caplog.text  # the child answered
+
+
+def test_when_the_child_dies_the_groups_offsets_are_read_partition_by_partition(
+        primary: Endpoint, unique_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from replicator.kafka.group_offsets import commit, committed_of_groups
+
+    create_topics(primary.bootstrap_servers, {unique_name: 2})
+    commit(primary.properties, f"g-{unique_name}", {(unique_name, 1): 3}, "primary")
+    monkeypatch.setattr(group_members, "CHILD", child(tmp_path, aborts=99))
+    found = committed_of_groups(primary.properties, [f"g-{unique_name}", f"h-{unique_name}"],
+                                [(unique_name, 0), (unique_name, 1)], "cluster 'primary'")
+    assert found == {f"g-{unique_name}": {(unique_name, 1): 3}, f"h-{unique_name}": {}}
+    assert runs(tmp_path) == 2
+    assert "the groups' offsets are read partition by partition: cluster 'primary': list consumer group offsets: " \
+           "the Kafka client died (signal 6)" in caplog.text
