@@ -56,16 +56,17 @@ def active_members(properties: Mapping[str, str], groups: Iterable[str], what: s
     return {group: int(answer["members"][group]) for group in wanted}
 
 
-def committed_offsets(properties: Mapping[str, str], groups: Iterable[str], what: str,
+def committed_offsets(properties: Mapping[str, str], groups: Iterable[str], topics: Iterable[str], what: str,
                       timeout: float = 15.0) -> dict[str, dict[tuple[str, int], int]]:
-    """Each group's committed offsets, of every partition it has one on (none for a group that does not exist);
-    ClientDied when the child's client died, asked twice."""
+    """Each group's committed offsets on ``topics``, of every partition it has one on (none for a group that does
+    not exist); ClientDied when the child's client died, asked twice. (The child keeps only ``topics``: a group
+    may hold offsets on many others.)"""
     wanted = sorted(set(groups))
     if not wanted:
         return {}
     bound = STARTING_S + -(-len(wanted) // OFFSETS_AT_ONCE) * (timeout + 5 + SETTLING_S)
-    answer = _ask({"ask": "offsets", "properties": dict(properties), "groups": wanted, "what": what,
-                   "timeout": timeout}, what, bound, "list consumer group offsets")
+    answer = _ask({"ask": "offsets", "properties": dict(properties), "groups": wanted, "topics": sorted(set(topics)),
+                   "what": what, "timeout": timeout}, what, bound, "list consumer group offsets")
     return {group: {(topic, partition): offset for topic, partition, offset in answer["offsets"][group]}
             for group in wanted}
 
@@ -148,10 +149,11 @@ def _assignment(admin: Any, group: str, timeout: float) -> dict[str, Any]:
                           for member in description.members]}
 
 
-def _group_offsets(admin: Any, groups: list[str], what: str, timeout: float) -> dict[str, list[list[Any]]]:
-    """In the child: each group's ``[topic, partition, offset]`` of every partition it committed, a few groups at
-    once; an error on one partition (other than a topic deleted since) fails the whole answer, as a read by
-    partition does."""
+def _group_offsets(admin: Any, groups: list[str], topics: set[str], what: str,
+                   timeout: float) -> dict[str, list[list[Any]]]:
+    """In the child: each group's ``[topic, partition, offset]`` of every partition of ``topics`` it committed, a
+    few groups at once; an error on one of them (other than a topic deleted since) fails the whole answer, as a
+    read by partition does."""
     from concurrent.futures import ThreadPoolExecutor
 
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
@@ -171,6 +173,8 @@ def _group_offsets(admin: Any, groups: list[str], what: str, timeout: float) -> 
 
         out = []
         for tp in settled(fetch, f"{what}: committed offsets of group {group!r}", SETTLING_S):
+            if tp.topic not in topics:
+                continue
             if tp.error is not None and tp.error.name() != "UNKNOWN_TOPIC_OR_PART":
                 raise ClusterError(f"{what}: committed offset of group {group!r} on {tp.topic}-{tp.partition}: "
                                    f"{tp.error.name()}: {tp.error.str()}", retriable=tp.error.retriable())
@@ -199,7 +203,7 @@ def main() -> None:
         if request["ask"] == "members":
             answer = {"members": _count_members(admin, request["groups"], what, timeout)}
         elif request["ask"] == "offsets":
-            answer = {"offsets": _group_offsets(admin, request["groups"], what, timeout)}
+            answer = {"offsets": _group_offsets(admin, request["groups"], set(request["topics"]), what, timeout)}
         else:
             answer = _assignment(admin, request["group"], timeout)
     except ClusterError as exc:

@@ -117,7 +117,7 @@ def committed_of_groups(properties: Mapping[str, str], groups: Iterable[str], pa
 
     ordered, wanted = list(dict.fromkeys(groups)), set(partitions)
     try:
-        found = committed_offsets(properties, ordered, what, timeout)
+        found = committed_offsets(properties, ordered, {topic for topic, _ in wanted}, what, timeout)
     except ClientDied as died:
         log.warning("the groups' offsets are read partition by partition: %s", died)
         asked = Asked(wanted)

@@ -114,7 +114,7 @@ def test_a_child_that_dies_reading_offsets_is_client_died_naming_what_it_read(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(group_members, "CHILD", child(tmp_path, aborts=99))
     with pytest.raises(group_members.ClientDied) as caught:
-        group_members.committed_offsets({"bootstrap.servers": "b:9092"}, ["g"], "route r: source 'primary'")
+        group_members.committed_offsets({"bootstrap.servers": "b:9092"}, ["g"], ["t"], "route r: source 'primary'")
     assert str(caught.value).startswith("route r: source 'primary': list consumer group offsets: the Kafka client "
                                         "died (signal 6): ")
     assert runs(tmp_path) == 2
