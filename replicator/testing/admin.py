@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from confluent_kafka import OFFSET_INVALID, IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
-from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic, OffsetSpec
+from confluent_kafka.admin import ConfigResource, ConfigSource, NewPartitions, NewTopic, OffsetSpec
 
 from replicator.kafka.log_ranges import EARLIEST
 from replicator.testing.cluster import FakeCluster
@@ -53,10 +53,16 @@ class Description:
 
 @dataclass(frozen=True, slots=True)
 class ConfigEntry:
-    """One entry of ``describe_configs``."""
+    """One entry of ``describe_configs``: a broker default, or an override set on the topic."""
 
     value: str
     is_default: bool = False
+    is_sensitive: bool = False
+
+    @property
+    def source(self) -> int:
+        """Where the value comes from, as confluent-kafka's ``ConfigEntry.source`` says it."""
+        return (ConfigSource.DEFAULT_CONFIG if self.is_default else ConfigSource.DYNAMIC_TOPIC_CONFIG).value
 
 
 @dataclass(frozen=True, slots=True)
