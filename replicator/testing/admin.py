@@ -62,7 +62,7 @@ class ConfigEntry:
     @property
     def source(self) -> int:
         """Where the value comes from, as confluent-kafka's ``ConfigEntry.source`` says it."""
-        return (ConfigSource.DEFAULT_CONFIG if self.is_default else ConfigSource.DYNAMIC_TOPIC_CONFIG).value
+        return int((ConfigSource.DEFAULT_CONFIG if self.is_default else ConfigSource.DYNAMIC_TOPIC_CONFIG).value)
 
 
 @dataclass(frozen=True, slots=True)
