@@ -166,7 +166,8 @@ def _copy_while_leaders_move(pair: tuple[Cluster, Cluster], topic: str, tmp_path
     first = make_records(PARTITIONS, 500, "before")
     produce(source.bootstrap, topic, first)
     workers += [Worker(config, log_dir=tmp_path), Worker(config, log_dir=tmp_path)]
-    wait_until(lambda: all("placed" in w.output() for w in workers), 90, "both workers copying")
+    # Generous: two workers joining beside six brokers on two cores (90 s ran out once beside the unit suite).
+    wait_until(lambda: all("placed" in w.output() for w in workers), 180, "both workers copying")
     records = first + _move_leaders(pair, topic)
     _at_the_ends(source, topic, guarantee)
     return records
