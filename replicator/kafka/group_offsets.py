@@ -22,6 +22,7 @@ from confluent_kafka import Consumer, TopicPartition
 from replicator.domain.checkpoint import Partition
 from replicator.errors import ClusterError
 from replicator.kafka.clients import admin_settings
+from replicator.kafka.group_members import ClientDied, committed_offsets
 from replicator.kafka.groups import settled
 
 log = logging.getLogger(__name__)
@@ -113,8 +114,6 @@ def committed_of_groups(properties: Mapping[str, str], groups: Iterable[str], pa
     groups over a route of 2,000 partitions: 0.3-0.7 s instead of 9-11 s, bench/README.md), by a child process
     (``group_members``: the admin call that does it crashed librdkafka on a loading coordinator). When that
     child's client dies, the partitions are asked group by group as ``read_committed`` does."""
-    from replicator.kafka.group_members import ClientDied, committed_offsets
-
     ordered, wanted = list(dict.fromkeys(groups)), set(partitions)
     try:
         found = committed_offsets(properties, ordered, {topic for topic, _ in wanted}, what, timeout)
