@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping
 
-from sqlalchemy import select
+from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
 from replicator.domain.checkpoint import Checkpoint, CheckpointStatus, Partition
@@ -30,22 +30,33 @@ def save_checkpoints(session: Session, route: str, checkpoints: Iterable[Checkpo
     if not wanted:
         return 0
     groups = sorted({group for group, _, _ in wanted})
-    rows = session.scalars(
-        select(CheckpointRow).where(CheckpointRow.route == route, CheckpointRow.group_id.in_(groups))
+    known = session.execute(
+        select(CheckpointRow.id, CheckpointRow.group_id, CheckpointRow.topic, CheckpointRow.partition)
+        .where(CheckpointRow.route == route, CheckpointRow.group_id.in_(groups))
     )
-    existing = {(r.group_id, r.topic, r.partition): r for r in rows}
+    ids = {(group, topic, partition): row_id for row_id, group, topic, partition in known}
+    inserts: list[dict[str, object]] = []
+    updates: list[dict[str, object]] = []
     for key, (checkpoint, target_offset) in wanted.items():
-        row = existing.get(key)
-        if row is None:
-            row = CheckpointRow(route=route, group_id=checkpoint.group, topic=checkpoint.topic,
-                                partition=checkpoint.partition)
-            session.add(row)
-        row.source_offset, row.target_topic = checkpoint.source_offset, checkpoint.target_topic
-        row.target_offset, row.status = target_offset, checkpoint.status.value
-        row.max_repeats, row.checkpointed_at = checkpoint.max_repeats, at
-        row.source_end = (source_ends or {}).get((checkpoint.topic, checkpoint.partition))
-        row.target_end = (target_ends or {}).get((checkpoint.target_topic, checkpoint.partition))
-    session.flush()
+        values = {
+            "source_offset": checkpoint.source_offset, "target_topic": checkpoint.target_topic,
+            "target_offset": target_offset, "status": checkpoint.status.value,
+            "max_repeats": checkpoint.max_repeats, "checkpointed_at": at,
+            "source_end": (source_ends or {}).get((checkpoint.topic, checkpoint.partition)),
+            "target_end": (target_ends or {}).get((checkpoint.target_topic, checkpoint.partition)),
+        }
+        row_id = ids.get(key)
+        if row_id is None:
+            inserts.append({"route": route, "group_id": checkpoint.group, "topic": checkpoint.topic,
+                            "partition": checkpoint.partition, **values})
+        else:
+            updates.append({"id": row_id, **values})
+    # The ORM's bulk statements (one executemany each), not a unit of work of one object per row: a run over
+    # 1,000 groups writes ~16,000 rows, which took seconds as objects.
+    if inserts:
+        session.execute(insert(CheckpointRow), inserts)
+    if updates:
+        session.execute(update(CheckpointRow), updates)
     return len(wanted)
 
 

@@ -22,18 +22,20 @@ def test_checkpoints_are_updated_in_place_and_untranslated_ones_skipped(state_ur
     first = [Checkpoint("app", "orders", 0, 10, "p.orders", 8, EXACT),
              Checkpoint("app", "orders", 1, 12, "p.orders", 9, BEHIND, 3),
              Checkpoint("app", "audit", 0, 4, "p.audit", None, UNKNOWN)]
-    later = [Checkpoint("app", "orders", 1, 20, "p.orders", 17, EXACT)]
+    later = [Checkpoint("app", "orders", 1, 20, "p.orders", 17, EXACT),  # updated in the same call as ...
+             Checkpoint("app", "orders", 2, 5, "p.orders", 5, EXACT)]  # ... a partition stored the first time
     with StateStore(state_url) as store:
         for _ in range(2):  # a retried task is harmless
             with store.session() as session:
                 assert save_checkpoints(session, "r", first, T0) == 2
         with store.session() as session:
-            assert save_checkpoints(session, "r", later, T0 + dt.timedelta(minutes=1)) == 1
+            assert save_checkpoints(session, "r", later, T0 + dt.timedelta(minutes=1)) == 2
             save_checkpoints(session, "other", first[:1], T0)
         with store.session() as session:
             stored = checkpoints(session, "r")
             assert checkpoints(session, "r", group="nobody") == []
-        assert stored == [(first[0], T0), (later[0], T0 + dt.timedelta(minutes=1))]
+        t1 = T0 + dt.timedelta(minutes=1)
+        assert stored == [(first[0], T0), (later[0], t1), (later[1], t1)]
         assert stored[0][1].tzinfo is not None
 
 
