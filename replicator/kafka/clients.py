@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -170,12 +171,14 @@ class LiveProducer(Producer):
 class ClientFactory:
     """How a worker makes its clients: confluent-kafka's, or the fakes of ``replicator.testing``. ``checkpoint``
     is where a thread of the worker's own may stand still: nothing in a real process (SIGSTOP stops every thread
-    wherever it is); a fake process's frozen threads block there, as they do in any fake client's call."""
+    wherever it is); a fake process's frozen threads block there, as they do in any fake client's call. ``cpu``
+    is the process's CPU seconds (none used while it stands still; ``stall.LoopWatch``)."""
 
     consumer: Callable[[dict[str, Any]], Consumer] = LiveConsumer
     producer: Callable[[dict[str, Any]], Producer] = LiveProducer
     admin: Callable[[dict[str, Any]], AdminClient] = AdminClient
     checkpoint: Callable[[], object] = lambda: None
+    cpu: Callable[[], float] = time.process_time
     # What a group's coordinator says of one member and the others (None: it does not know the member).
     assignment: Callable[[Mapping[str, str], str, str, str], GroupSays | None] = member_assignment
 

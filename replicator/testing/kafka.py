@@ -70,7 +70,7 @@ class FakeKafka:
             return group_says(member, cluster.group(group).described())
 
         return ClientFactory(consumer=consumer, producer=producer, admin=admin, checkpoint=proc.checkpoint,
-                             assignment=assignment)
+                             cpu=proc.cpu_seconds, assignment=assignment)
 
     def freeze(self, process: str) -> None:
         """SIGSTOP: the process's threads block at their next client call."""

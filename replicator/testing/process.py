@@ -12,10 +12,31 @@ class FakeProcess:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.frozen = False
+        self._frozen_at: float | None = None  # frozen since then (None: running)
+        self._frozen_for = 0.0  # seconds frozen before that
         self.thaws = 0  # times thawed (SIGCONT): a consumer's first fetch after one comes before the group's word
         self.killed = False
         self.cut: set[str] = set()  # clusters this process's network cannot reach
+
+    @property
+    def frozen(self) -> bool:
+        """Stopped (SIGSTOP) until thawed."""
+        return self._frozen_at is not None
+
+    @frozen.setter
+    def frozen(self, frozen: bool) -> None:
+        now = time.monotonic()
+        if frozen and self._frozen_at is None:
+            self._frozen_at = now
+        elif not frozen and self._frozen_at is not None:
+            self._frozen_for += now - self._frozen_at
+            self._frozen_at = None
+
+    def cpu_seconds(self) -> float:
+        """The process's CPU time, as a worker's loop watch reads it: a fake process runs all the time it is not
+        frozen, and uses none while it is."""
+        until = self._frozen_at if self._frozen_at is not None else time.monotonic()
+        return until - self._frozen_for
 
     def reaches(self, cluster: str) -> bool:
         """False while the link to ``cluster`` is cut."""

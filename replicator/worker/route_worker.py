@@ -156,7 +156,7 @@ class RouteWorker(HeldApart):
         self.id_held_since: float | None = None
         self._producer: Producer | None = None
         self.producer_watch = ProducerWatch(timeouts.stalled)
-        self.loop_watch = LoopWatch(route.name, timeouts.stalled, tick=self.clients.checkpoint)
+        self.loop_watch = LoopWatch(route.name, timeouts.stalled, tick=self.clients.checkpoint, cpu=self.clients.cpu)
 
     # -- lifecycle ---------------------------------------------------------------
 

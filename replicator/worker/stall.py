@@ -76,22 +76,35 @@ def discard(producer: Producer) -> None:
 
 
 TICK_S = 0.5  # the watch thread's tick
+# A CPU second the process used in a gap between the watch's ticks takes this many seconds off the gap's standing
+# still: a process held up by a call that holds the GIL, on half a core or more, did not stand still at all; one
+# SIGSTOPped ran at most the part of a tick before the stop (a whole tick on both cores at worst, 2 s here).
+CPU_WEIGHT = 2.0
 
 
 class LoopWatch:
     """A daemon thread that names where the loop hangs (``beat`` is called by the loop each turn) and tells
     how long the process stood still (``stood_still``). ``tick`` is called at each of its ticks: nothing for a
-    real process; a fake process's frozen threads block there, as a real one's stop wherever they are."""
+    real process; a fake process's frozen threads block there, as a real one's stop wherever they are.
+
+    A gap between the watch's ticks is not enough to tell: the watch is a Python thread, and a call into
+    librdkafka that holds the GIL keeps it from ticking as surely as SIGSTOP does (pausing 10,000 partitions
+    took 5-7 s so, on one core). So the process's CPU time (``cpu``, every thread's) is read at each tick: a
+    process that stood still used none, one held up by a long call used the CPU that call ran on. A gap counts
+    as standing still for what is left of it after ``CPU_WEIGHT`` times the CPU seconds the process used in it.
+    """
 
     def __init__(self, route: str, after: float, check_every: float = TICK_S, ours: str = "/replicator/",
-                 tick: Callable[[], object] = lambda: None) -> None:
+                 tick: Callable[[], object] = lambda: None, cpu: Callable[[], float] = time.process_time) -> None:
         self.route, self.after, self.check_every, self.ours = route, after, check_every, ours
         self.beat_at = self.ticked_at = time.monotonic()
         self.hung_since: float | None = None
         self._refreshing = False
         self._loop_thread: int | None = None
         self._tick = tick
-        self._longest_gap = 0.0  # between two ticks, since the last beat
+        self._cpu = cpu
+        self._cpu_at = cpu()  # the process's CPU seconds at the last tick
+        self._longest_gap = 0.0  # between two ticks, since the last beat, less the CPU the process used in it
         self._gaps = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name=f"loop-watch-{route}", daemon=True)
@@ -100,15 +113,21 @@ class LoopWatch:
         """Watch the calling thread's loop from now on."""
         self._loop_thread = threading.get_ident()
         self.beat_at = self.ticked_at = time.monotonic()
+        self._cpu_at = self._cpu()
         self._thread.start()
 
     def stood_still(self) -> float:
         """Seconds the process stood still since the last beat: how much longer than ``check_every`` the longest
-        gap between the watch's ticks was, or is since its last one (0.0 while the watch is not started)."""
+        gap between the watch's ticks was, or is since its last one, less what the process ran meanwhile (0.0
+        while the watch is not started)."""
         if self._loop_thread is None:
             return 0.0
         with self._gaps:
-            return max(0.0, max(self._longest_gap, time.monotonic() - self.ticked_at) - self.check_every)
+            return max(0.0, max(self._longest_gap, self._still_since_tick()) - self.check_every)
+
+    def _still_since_tick(self) -> float:
+        """The gap since the watch's last tick, less ``CPU_WEIGHT`` times the process's CPU seconds in it."""
+        return time.monotonic() - self.ticked_at - CPU_WEIGHT * (self._cpu() - self._cpu_at)
 
     def stop(self) -> None:
         """Stop watching (the loop ended)."""
@@ -132,9 +151,8 @@ class LoopWatch:
         while not self._stop.wait(self.check_every):
             self._tick()
             with self._gaps:
-                now = time.monotonic()
-                self._longest_gap = max(self._longest_gap, now - self.ticked_at)
-                self.ticked_at = now
+                self._longest_gap = max(self._longest_gap, self._still_since_tick())
+                self.ticked_at, self._cpu_at = time.monotonic(), self._cpu()
             since = self.beat_at
             if self.hung_since is None and time.monotonic() - since >= self.after:
                 self.hung_since = since

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import pytest
 
@@ -106,6 +107,52 @@ def test_a_process_that_stood_still_is_told_from_a_loop_that_only_took_long() ->
         assert watch.stood_still() >= 0.3  # kept until the loop's next turn
         watch.beat()
         assert watch.stood_still() < 0.2
+    finally:
+        running.set()
+        watch.stop()
+
+
+def _holding_the_gil(at_least: float) -> float:
+    """Run a call that holds the GIL (the builtin ``sum`` over a range never lets another thread in) for at least
+    ``at_least`` s, as librdkafka's pause of 10,000 partitions does; its seconds."""
+    n = 1_000_000
+    while True:
+        started = time.monotonic()
+        sum(range(n))
+        took = time.monotonic() - started
+        if took >= at_least:
+            return took
+        n *= 2
+
+
+def test_a_long_call_that_holds_the_gil_is_not_the_process_standing_still() -> None:
+    """Found at 10,000 partitions: each pause of them held the GIL 5-7 s, the watch could not tick, and the worker
+    took itself for frozen, joined the group anew, was given the partitions, paused them... and never copied. The
+    process ran all along (its CPU time says so): it did not stand still."""
+    watch = LoopWatch("gil-r", after=60, check_every=0.02)
+    watch.start()  # this thread is the loop
+    try:
+        took = _holding_the_gil(0.4)
+        assert watch.stood_still() < took / 2
+        wait_until(lambda: watch.ticked_at > time.monotonic() - 0.1, timeout=10, what="the watch ticks again")
+        assert watch.stood_still() < took / 2  # the gap it saw on its tick after the call too
+    finally:
+        watch.stop()
+
+
+def test_a_process_using_no_cpu_while_its_watch_cannot_tick_stood_still() -> None:
+    """The other side: no CPU used through a gap (SIGSTOP stops every thread) is the whole gap standing still."""
+    cpu, running = [5.0], threading.Event()
+    running.set()
+    watch = LoopWatch("nocpu-r", after=60, check_every=0.02, tick=lambda: running.wait(30), cpu=lambda: cpu[0])
+    watch.start()
+    try:
+        running.clear()
+        frozen_at = time.monotonic()
+        wait_until(lambda: time.monotonic() - frozen_at >= 0.4, timeout=10, what="0.4 s")
+        assert watch.stood_still() >= 0.3
+        cpu[0] += 10.0  # had it run through the gap instead, the gap is no standing still
+        assert watch.stood_still() == 0.0
     finally:
         running.set()
         watch.stop()
