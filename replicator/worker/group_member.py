@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from replicator.domain.commit_metadata import encode_note
 from replicator.domain.commit_pace import CommitPace
 from replicator.domain.offset_sync import encode_sync
+from replicator.kafka import pausing
 from replicator.kafka.clients import close_within
 from replicator.logs import listed
 from replicator.worker import metrics
@@ -231,7 +232,7 @@ class GroupMember(ABC):
             return
         start = [TopicPartition(tp.topic, tp.partition, PLACEHOLDER) for tp in partitions]
         consumer.incremental_assign(start)
-        consumer.pause(start)
+        pausing.pause(consumer, start)
         keys = {(tp.topic, tp.partition) for tp in partitions}
         self.unplaced.update(keys)
         metrics.owned(self.route.name, self.label, keys)
@@ -325,7 +326,7 @@ class GroupMember(ABC):
             self.inflight.close(keys)
         self.backlog = deque(m for m in self.backlog if (m.topic(), m.partition()) not in keys)
         self._dropped_held(keys)
-        consumer.pause([TopicPartition(*key) for key in sorted(keys)])
+        pausing.pause(consumer, [TopicPartition(*key) for key in sorted(keys)])
         self.unplaced |= keys
         self.resets -= keys  # placing from the committed offset recovers them too
         self._retry_at = 0.0

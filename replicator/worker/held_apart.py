@@ -31,6 +31,7 @@ from replicator.domain.ack_stalls import nodes_apart
 from replicator.domain.change_digest import Digest
 from replicator.domain.partition_state import PartitionState
 from replicator.errors import ClusterError
+from replicator.kafka import pausing
 from replicator.logs import listed
 from replicator.worker import metrics
 from replicator.worker.client_events import ClientEvents
@@ -116,7 +117,7 @@ class HeldApart(ClientEvents):
         self.hold_paused.update(keys)
         placed = [TopicPartition(*key) for key in fetching if key in self.inflight.ledgers]
         if placed and self._consumer is not None:
-            self._consumer.pause(placed)
+            pausing.pause(self._consumer, placed)
 
     def _let_go(self, keys: tuple[TP, ...]) -> None:
         """Fetch ``keys`` again (unless something else keeps them paused); their records kept aside go first."""
@@ -128,7 +129,7 @@ class HeldApart(ClientEvents):
         go = [TopicPartition(*key) for key in keys if key in self.inflight.ledgers and key not in self.unplaced
               and not self._kept_from_fetching(key)]
         if go and self._consumer is not None and self.failure is None:
-            self._consumer.resume(go)
+            pausing.resume(self._consumer, go)
 
     def _keep_aside(self, message: Message, key: TP) -> None:
         """A record of a partition held apart, fetched before its fetching stopped (or past its probe): kept, in

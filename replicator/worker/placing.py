@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from replicator.errors import ClusterError
+from replicator.kafka import pausing
 from replicator.logs import listed
 from replicator.worker import metrics
 from replicator.worker.assignment import fetch_from
@@ -66,7 +67,7 @@ class Placing(GroupMember):
             self.id_held_since = None
         fetching = self._may_fetch(started)
         if fetching and not self.paused and self.failure is None:  # on_data_loss: fail copies nothing past the gap
-            consumer.resume(fetching)
+            pausing.resume(consumer, fetching)
         if started:
             # What a worker found these in is over now -- but a stuck one placed again by this worker stays STUCK
             # until it fetches (domain.stuck): a remedy that does not cure it must not clear it.
@@ -122,9 +123,9 @@ class Placing(GroupMember):
         stop = [tp for tp in assigned if tp.topic in newly]
         go = [tp for tp in assigned if tp.topic in lifted and (tp.topic, tp.partition) not in self.unplaced]
         if stop:
-            consumer.pause(stop)
+            pausing.pause(consumer, stop)
         if go and not self.paused and self.failure is None:
-            consumer.resume(go)
+            pausing.resume(consumer, go)
         for what, changed, partitions in (("paused", newly, stop), ("resumed", lifted, go)):
             if changed:
                 log.info("topics %s by the operator route=%s topics=%s partitions=%d", what, self.route.name,

@@ -45,6 +45,7 @@ from replicator.domain.stuck import StuckWatch
 from replicator.domain.withheld import AFTER_S as WITHHELD_AFTER_S
 from replicator.domain.withheld import HOLDER_SHARE, KeptWatch, ReleaseWatch, WithheldWatch
 from replicator.errors import ClusterError, MirrorFlowError
+from replicator.kafka import pausing
 from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, commit_interval, consumer_settings, producer_settings
 from replicator.worker import metrics
 from replicator.worker.assignment import Positioner
@@ -435,13 +436,13 @@ class RouteWorker(HeldApart):
         consumer = self.consumer
         if paused:
             if not self.paused:
-                consumer.pause(consumer.assignment())
+                pausing.pause(consumer, consumer.assignment())
             self.paused, self.throttled = True, throttled
             self._paused_at = self._paused_at or time.monotonic()
             return
         self.paused, self.throttled = False, False
-        consumer.resume(self._may_fetch([tp for tp in consumer.assignment()
-                                         if (tp.topic, tp.partition) not in self.unplaced]))
+        pausing.resume(consumer, self._may_fetch([tp for tp in consumer.assignment()
+                                                  if (tp.topic, tp.partition) not in self.unplaced]))
         if self._pause_reported and self._paused_at is not None:
             log.warning("producer queue has room again: source resumed route=%s paused_s=%.1f",
                         self.route.name, time.monotonic() - self._paused_at)

@@ -23,6 +23,7 @@ from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException
 from replicator.domain.commit_metadata import decode_note, encode_note
 from replicator.domain.naming import positions_group_id
 from replicator.domain.positions import SourcePosition, decode_positions, resume_position
+from replicator.kafka import pausing
 from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, membership_settings
 from replicator.logs import listed
 from replicator.worker.callbacks import shielded
@@ -181,7 +182,7 @@ class TargetMember(RouteWorker):
         if self._left_behind(member):
             return
         member.incremental_assign(partitions)
-        member.pause(partitions)
+        pausing.pause(member, partitions)
         given = self._sources_of(partitions)
         self._sources.update(given)
         keys = {key for sources in given.values() for key in sources}

@@ -14,6 +14,7 @@ from replicator.domain.naming import group_id
 from replicator.domain.partition_state import Facts, PartitionState, state_of
 from replicator.domain.stuck import Moving, Remedy, Stuck
 from replicator.domain.withheld import GroupSays, KeptWatch, ReleaseWatch, WithheldWatch
+from replicator.kafka import pausing
 from replicator.logs import listed
 from replicator.worker import metrics
 from replicator.worker.placing import Placing
@@ -84,7 +85,7 @@ class Watches(Placing):
         try:
             assigned = self.consumer.assignment()
             if assigned:
-                self.consumer.pause(assigned)
+                pausing.pause(self.consumer, assigned)
         except KafkaException as exc:  # a consumer in a fatal state: its renewal below replaces it anyway
             assigned = []
             log.warning("pausing for the hold failed route=%s error=%s", self.route.name, exc.args[0].str())
