@@ -11,10 +11,12 @@ The loop itself is watched from a thread: a loop that has not turned for ``after
 seconds is logged once with the place it is in (the innermost frame of our code), and
 once when it turns again. That makes a hang a line in the log instead of silence.
 
-The same thread ticks every ``TICK_S``: a long gap between its ticks is time the whole
-process stood still (SIGSTOP, a suspended VM, a process not scheduled), which a busy
-loop never causes. The loop asks after each turn and each read of the source: a worker
-that stood still past a few seconds may have lost its partitions to others meanwhile.
+The same thread ticks every ``TICK_S``: a long gap between its ticks, in which the process
+used no CPU, is time the whole process stood still (SIGSTOP, a suspended VM, a process not
+scheduled). A busy loop leaves the ticks going; a call into librdkafka that holds the GIL
+stops them too, but the process runs meanwhile, and its CPU time says so. The loop asks
+after each turn and each read of the source: a worker that stood still past a few
+seconds may have lost its partitions to others meanwhile.
 """
 
 from __future__ import annotations
