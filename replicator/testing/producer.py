@@ -125,7 +125,11 @@ class FakeProducer(FakeLogin):
                 if (item.topic, item.partition) in self.cluster.hidden_partitions:
                     raise KafkaException(KafkaError(self.cluster.hidden_error))
                 self._check_size(item)
-                offset = self._write(item)
+                if self.cluster.offsetless_unwritten > 0:
+                    self.cluster.offsetless_unwritten -= 1
+                    offset = -1  # "a duplicate": acknowledged, never written
+                else:
+                    offset = self._write(item)
                 error = None
             except KafkaException as exc:
                 offset, error = -1, exc.args[0]

@@ -101,9 +101,10 @@ class InFlight:
         """A live ledger's oldest record is on the target at ``target_offset``: returns its
         source offset, and queues the offset sync when the record starts a new run or a step of one.
 
-        ``target_offset`` None: acknowledged without an offset (a retry of a request the broker
-        had already written, after a frozen or slow target: DUPLICATE_SEQUENCE_NUMBER). The record
-        is on the target, where is unknown: the writer starts over, so the next record starts a run
+        ``target_offset`` None: on the target, where is unknown. (The route worker no longer counts
+        an acknowledgement without an offset as delivered -- librdkafka gives one for a batch the
+        broker called a duplicate, which proved false on a new partition -- but copies the record
+        again: ``ClientEvents._on_delivery``.) The writer starts over, so the next record starts a run
         that does not claim to follow this one (the translator then extrapolates, never skipping)."""
         source_offset = ledger.delivered()
         if target_offset is None or target_offset < 0:

@@ -105,7 +105,7 @@ class RouteWorker(HeldApart):
         self.add_origin = route.policy != "prefix" and route.loop_check
         self.inflight, self.commit_pace = InFlight(), CommitPace(commit_interval(config, route))
         self.unplaced: set[TP] = set()  # assigned, paused, not yet positioned
-        self.replays: set[TP] = set()  # records of these failed as "not there": copy again from the failed one
+        self.replays: dict[TP, str] = {}  # records of these not written (why): copy again from the first of them
         self.purged_reports = 0  # reports of records the producer dropped unsent (see ``_drop_unsent``)
         self.resets: set[TP] = set()  # fell off the log; their recovery is still to be done
         self.backlog: deque[Message] = deque()
@@ -370,12 +370,14 @@ class RouteWorker(HeldApart):
 
     def _replay(self) -> None:
         """Records the producer had taken failed as "not there" (its metadata lost the partition after it took
-        them): copy their partitions again from the first failed record, once the target has them."""
-        keys, self.replays = self.replays, set()
-        log.warning("target partition missing for records already sent, copying them again route=%s partitions=%s",
-                    self.route.name, ",".join(f"{t}[{p}]" for t, p in sorted(keys)))
+        them), or were acknowledged without proof: copy their partitions again from the first such record, once
+        the target has them."""
+        keys, self.replays = self.replays, {}
+        for why in sorted(set(keys.values())):
+            log.warning("%s, copying them again route=%s partitions=%s", why, self.route.name,
+                        ",".join(f"{t}[{p}]" for (t, p), said in sorted(keys.items()) if said == why))
         metrics.ERRORS.labels(self.route.name, "replayed").inc()
-        self._start_over(keys)
+        self._start_over(set(keys))
         self.subscription.force_refresh(targets=True)
 
     def _target_not_ready(self, target: str, partition: int) -> None:

@@ -404,6 +404,26 @@ def test_deliveries_without_an_offset_settle_their_records_and_restart_the_sync_
     assert restarted, "the writer starts over after a record of unknown target offset"
 
 
+def test_a_delivery_acknowledged_without_an_offset_is_copied_again(kafka: FakeKafka,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """Found by the long form (seed 381): librdkafka acknowledged the first record of a new target partition
+    without an offset (as it does when the broker calls a retried batch a duplicate), and the broker had never
+    written it -- with no state of the producer on a new partition it took a later batch's sequence as the
+    first. The worker counted the record as copied and committed past it: lost. An acknowledgement without an
+    offset proves nothing; the record is copied again (a duplicate when it was written after all). It arrives
+    after the records the target wrote meanwhile: late, not lost."""
+    caplog.set_level(logging.WARNING, logger="replicator.worker")
+    kafka["target"].offsetless_unwritten = 3
+    produce(kafka["source"], 100)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the copy", alive=(worker,))
+    assert worker.finish() is None
+    for p in range(PARTITIONS):
+        assert sorted(first_copies(kafka, p)) == sorted(source_values(kafka, p)), f"partition {p}"
+    assert committed(kafka) == {p: 100 for p in range(PARTITIONS)}
+    assert "acknowledged without an offset" in caplog.text
+
+
 def test_a_producer_that_reports_nothing_while_the_target_answers_is_replaced(kafka: FakeKafka,
                                                                               caplog: pytest.LogCaptureFixture) -> None:
     """Seen once in a 100-fault run: after a clean target restart one worker's records stayed in flight
