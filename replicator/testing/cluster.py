@@ -81,10 +81,11 @@ class FakeCluster:
         # Deliveries to report without an offset, as librdkafka does for a retried request the broker had
         # already written (DUPLICATE_SEQUENCE_NUMBER after a frozen broker thaws).
         self.offsetless_deliveries = 0
-        # Of those, deliveries the broker never wrote: a new partition, on which the broker has no state of the
-        # producer, took a later batch's sequence as its first, and the retry of the earlier batch then looked
-        # like a duplicate (the long form of seed 381 lost the record at a new partition's offset 0 so).
-        self.offsetless_unwritten = 0
+        # Per topic, deliveries to report without an offset that the broker never wrote: a new partition, on which
+        # the broker has no state of the producer, took a later batch's sequence as its first, and the retry of
+        # the earlier batch then looked like a duplicate (the long form of seed 381 lost the record at a new
+        # partition's offset 0 so).
+        self.offsetless_unwritten: Counter[str] = Counter()
         # (topic, partition) missing from the producers' metadata for a while: produce() refuses new records
         # for it and the queued ones fail with ``hidden_error``, unwritten (as librdkafka does: "Local: Unknown
         # partition", _DESTROY when the topic was deleted and its queued records purged, or the broker's

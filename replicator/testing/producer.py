@@ -125,8 +125,8 @@ class FakeProducer(FakeLogin):
                 if (item.topic, item.partition) in self.cluster.hidden_partitions:
                     raise KafkaException(KafkaError(self.cluster.hidden_error))
                 self._check_size(item)
-                if self.cluster.offsetless_unwritten > 0:
-                    self.cluster.offsetless_unwritten -= 1
+                if self.cluster.offsetless_unwritten[item.topic] > 0:
+                    self.cluster.offsetless_unwritten[item.topic] -= 1
                     offset = -1  # "a duplicate": acknowledged, never written
                 else:
                     offset = self._write(item)

@@ -395,9 +395,9 @@ class ExactlyOnceWorker(TransactionProducer):
 
     def _start_over(self, only: set[TP] | None = None, why: str | None = None) -> None:
         """A replaced producer, a replay or a re-seek: in a transaction that means abort and start from the
-        commit (``why`` in words; a replay's when None)."""
+        commit (``why`` in words)."""
         if only is not None:
-            self._abort(why or "records the target had taken failed as not there: copying them again")
+            self._abort(why or "copying partitions again from the last commit")
             return
         # The producer is replaced (wedged): the new one's init_transactions fences it and aborts its
         # transaction; waiting for the old one to abort could take as long as it is wedged.

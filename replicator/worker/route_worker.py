@@ -373,11 +373,12 @@ class RouteWorker(HeldApart):
         them), or were acknowledged without proof: copy their partitions again from the first such record, once
         the target has them."""
         keys, self.replays = self.replays, {}
-        for why in sorted(set(keys.values())):
+        whys = sorted(set(keys.values()))
+        for why in whys:
             log.warning("%s, copying them again route=%s partitions=%s", why, self.route.name,
                         ",".join(f"{t}[{p}]" for (t, p), said in sorted(keys.items()) if said == why))
         metrics.ERRORS.labels(self.route.name, "replayed").inc()
-        self._start_over(set(keys))
+        self._start_over(set(keys), "; ".join(whys) + ": copying them again")
         self.subscription.force_refresh(targets=True)
 
     def _target_not_ready(self, target: str, partition: int) -> None:

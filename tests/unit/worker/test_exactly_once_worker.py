@@ -165,6 +165,22 @@ def test_a_failed_delivery_aborts_and_copies_again_from_the_last_commit(kafka: F
     store.close()
 
 
+def test_records_acknowledged_without_an_offset_abort_the_transaction_saying_so_and_show_once(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """No proof they were written (the long form's loss of seed 381, at-least-once): the open transaction aborts
+    and the copy starts again from the commit. The abort named the wrong cause ("failed as not there")."""
+    caplog.set_level(logging.WARNING, logger="replicator.worker")
+    kafka["target"].offsetless_unwritten[REPLICA] = 3
+    produce(kafka["source"], 100)
+    worker = eos_worker(kafka, "a")
+    wait_until(lambda: all_visible(kafka, 100) and positions_at(kafka, 100), what="the copy", alive=(worker,))
+    assert worker.finish() is None
+    assert_exactly_once(kafka)
+    assert kafka["target"].transactions.aborted, "no transaction aborted: this proves nothing"
+    assert ("transaction aborted" in caplog.text and "reason='records acknowledged without an offset (no proof they "
+            "were written): copying them again'" in caplog.text)
+
+
 def test_a_zombie_cannot_commit_its_open_transaction(kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
     """b's membership expires while it commits (held at send_offsets_to_transaction): a takes its partitions
     and copies them; b's commit is refused, its transaction aborted, and nothing of it ever shows."""

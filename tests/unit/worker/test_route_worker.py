@@ -386,9 +386,11 @@ def test_a_consumer_that_jumps_records_retention_deleted_has_them_reported(
     assert "partition=0 lost_from=100 lost_to_exclusive=150 count=50" in caplog.text
 
 
-def test_deliveries_without_an_offset_settle_their_records_and_restart_the_sync_runs(kafka: FakeKafka) -> None:
+def test_deliveries_without_an_offset_of_records_written_are_copied_again_and_restart_the_sync_runs(
+        kafka: FakeKafka) -> None:
     """Found by the fault tests: after a frozen target thawed, records acknowledged without an offset (the
-    broker had written the first attempt: DUPLICATE_SEQUENCE_NUMBER) stopped the worker on a TypeError."""
+    broker had written the first attempt: DUPLICATE_SEQUENCE_NUMBER) stopped the worker on a TypeError. They are
+    copied again (no proof: see the test below), and the copy's run starts anew."""
     from replicator.domain.offset_sync import decode_sync, kept_syncs
 
     kafka["target"].offsetless_deliveries = 3
@@ -413,7 +415,7 @@ def test_a_delivery_acknowledged_without_an_offset_is_copied_again(kafka: FakeKa
     offset proves nothing; the record is copied again (a duplicate when it was written after all). It arrives
     after the records the target wrote meanwhile: late, not lost."""
     caplog.set_level(logging.WARNING, logger="replicator.worker")
-    kafka["target"].offsetless_unwritten = 3
+    kafka["target"].offsetless_unwritten[REPLICA] = 3
     produce(kafka["source"], 100)
     worker = WorkerThread(kafka, "a", route_config(kafka))
     wait_until(lambda: all_copied(kafka), what="the copy", alive=(worker,))
