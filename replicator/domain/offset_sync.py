@@ -119,6 +119,11 @@ class Run:
         return out
 
     @property
+    def key(self) -> tuple[str, int, int]:
+        """What the syncs topic keys the run by, shared by all its versions: its partition and start."""
+        return self.start.topic, self.start.partition, self.start.source_offset
+
+    @property
     def last(self) -> OffsetSync:
         """The latest run start: the one whose sync must be written before a commit passes it."""
         return self.syncs()[-1] if self.steps else self.start
@@ -129,7 +134,7 @@ def latest_runs(runs: Iterable[Run]) -> list[Run]:
     compaction does."""
     latest: dict[tuple[str, int, int], Run] = {}
     for run in runs:
-        latest[(run.start.topic, run.start.partition, run.start.source_offset)] = run
+        latest[run.key] = run
     return list(latest.values())
 
 
@@ -332,7 +337,7 @@ def encode_sync(run: Run) -> tuple[bytes, bytes]:
     transaction marker, by far the most common), else ``[records, source_skipped, target_skipped]``.
     """
     start = run.start
-    key = [start.topic, start.partition, start.source_offset]
+    key = list(run.key)
     value: dict[str, object] = {
         "target_offset": start.target_offset,
         "previous_source_offset": start.previous_source_offset,

@@ -74,11 +74,17 @@ class ClientEvents(Watches):
         if not live:
             ledger.delivered()  # a record of a partition handed over meanwhile: settled, commits nothing
             return
-        if error is not None and error.code() in NOT_WRITTEN:
-            ledger.block(ledger.delivered())  # not written: never commit at or past it; the loop copies it again
-            self.replays[key] = "target partition missing for records already sent"
+        if error is not None:
+            if error.code() in NOT_WRITTEN:
+                ledger.block(ledger.delivered())  # not written: never commit at or past it; the loop copies it again
+                self.replays[key] = "target partition missing for records already sent"
+                return
+            if error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                self._sizes[ledger.peek()] = len(message.value() or b"") + len(message.key() or b"")
+            self._fail_delivery(error, key, ledger)
             return
-        if error is None and ((offset := message.offset()) is None or offset < 0):
+        offset = message.offset()
+        if offset is None or offset < 0:
             # Acknowledged without an offset: librdkafka's word for a batch the broker called a duplicate of one it
             # had written. The broker judges by sequence numbers, and on a partition where it holds no state of
             # this producer (a new one) it takes a later batch's sequence as the first: the long form of seed 381
@@ -86,13 +92,8 @@ class ClientEvents(Watches):
             ledger.block(ledger.delivered())
             self.replays.setdefault(key, "records acknowledged without an offset (no proof they were written)")
             return
-        if error is not None:
-            if error.code() == KafkaError.MSG_SIZE_TOO_LARGE:
-                self._sizes[ledger.peek()] = len(message.value() or b"") + len(message.key() or b"")
-            self._fail_delivery(error, key, ledger)
-            return
         self.links.up("target")
-        source_offset = self.inflight.delivered(key, ledger, message.offset())
+        source_offset = self.inflight.delivered(key, ledger, offset)
         self.meter.records[key[0]] += 1
         self.meter.bytes[key[0]] += len(message)  # value length, without copying the value
         if source_offset % 64 == 0:
@@ -107,6 +108,13 @@ class ClientEvents(Watches):
             return
         if error is not None:
             self.failure = f"offset sync for {run.start.topic}[{run.start.partition}] not written: {error.str()}"
+            return
+        if (offset := message.offset()) is None or offset < 0:
+            # No proof it was written (see _on_delivery): the commit must not pass the run's start on its word.
+            # It goes again (a sync written twice says the same thing twice).
+            log.info("offset sync acknowledged without an offset, writing it again route=%s topic=%s partition=%s",
+                     self.route.name, run.start.topic, run.start.partition)
+            self.inflight.sync_unproven(run)
             return
         self.inflight.sync_delivered(run)
 

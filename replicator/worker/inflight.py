@@ -37,6 +37,8 @@ class InFlight:
         self.merge_order: dict[TP, deque[str]] = defaultdict(deque)  # target partition -> source topics
         self.syncs: deque[Run] = deque()  # found, not yet produced
         self.purged: list[Run] = []  # produced, then dropped unsent by the producer: produced again first
+        # The newest version of each run (by its start) produced and not yet acknowledged with an offset
+        self.newest: dict[tuple[str, int, int], Run] = {}
         self.dirty: set[TP] = set()  # partitions whose commit position may have moved
 
     def owns(self, key: TP) -> bool:
@@ -68,6 +70,7 @@ class InFlight:
             table.clear()
         self.syncs.clear()
         self.purged.clear()
+        self.newest.clear()
         self.dirty.clear()
         return unsettled
 
@@ -97,26 +100,19 @@ class InFlight:
             return ledger, False
         return self.ledgers.get(key), True
 
-    def delivered(self, key: TP, ledger: PartitionLedger, target_offset: int | None) -> int:
+    def delivered(self, key: TP, ledger: PartitionLedger, target_offset: int) -> int:
         """A live ledger's oldest record is on the target at ``target_offset``: returns its
         source offset, and queues the offset sync when the record starts a new run or a step of one.
-
-        ``target_offset`` None: on the target, where is unknown. (The route worker no longer counts
-        an acknowledgement without an offset as delivered -- librdkafka gives one for a batch the
-        broker called a duplicate, which proved false on a new partition -- but copies the record
-        again: ``ClientEvents._on_delivery``.) The writer starts over, so the next record starts a run
-        that does not claim to follow this one (the translator then extrapolates, never skipping)."""
+        (A record acknowledged without an offset is no proof it was written: the worker copies it again
+        rather than report it here, ``ClientEvents._on_delivery``.)"""
         source_offset = ledger.delivered()
-        if target_offset is None or target_offset < 0:
-            self.writers[key] = OffsetSyncWriter(*key)
-            self.dirty.add(key)
-            return source_offset
         ledger.target_end = target_offset + 1
         run = self.writers[key].observe(source_offset, target_offset)
         if run is not None:
             start = run.last
             ledger.hold(start.source_offset, start.previous_source_offset)
             self.syncs.append(run)
+            self.newest[run.key] = run
         self.dirty.add(key)
         return source_offset
 
@@ -132,13 +128,23 @@ class InFlight:
         return self.syncs
 
     def sync_delivered(self, run: Run) -> None:
-        """The target acknowledged ``run``: the commit may pass its latest start."""
-        start = run.last
+        """The target wrote ``run``: the commit may pass every start it holds (an older version of the run
+        may have been acknowledged without proof meanwhile)."""
+        if self.newest.get(run.key) == run:
+            del self.newest[run.key]
+        start = run.start
         key = (start.topic, start.partition)
         ledger = self.ledgers.get(key)
         if ledger is not None:
-            ledger.release(start.source_offset)
+            for each in run.syncs():
+                ledger.release(each.source_offset)
             self.dirty.add(key)
+
+    def sync_unproven(self, run: Run) -> None:
+        """The target acknowledged ``run`` without an offset: no proof it was written. The newest version of the
+        run goes again, not ``run``: compaction keeps the last record of a run, and an older version written
+        after a newer one would take the newer one's steps away."""
+        self.syncs.append(self.newest.get(run.key, run))
 
     def commit_positions(self) -> dict[TP, int]:
         """The commit position of every partition whose position may have moved (then clean)."""
@@ -155,3 +161,4 @@ class InFlight:
         """Records in flight, live and retired."""
         return sum(len(ledger) for ledger in self.ledgers.values()) + sum(
             len(ledger) for queue in self.retired.values() for ledger in queue)
+

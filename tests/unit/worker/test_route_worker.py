@@ -426,6 +426,27 @@ def test_a_delivery_acknowledged_without_an_offset_is_copied_again(kafka: FakeKa
     assert "acknowledged without an offset" in caplog.text
 
 
+def test_an_offset_sync_acknowledged_without_an_offset_is_written_again(kafka: FakeKafka,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """The same acknowledgement for an offset sync: the worker took the sync for written and let the commit pass
+    its run's start. Had the broker not written it, checkpoints and failover would translate without that run."""
+    from replicator.domain.offset_sync import decode_sync, kept_syncs
+
+    caplog.set_level(logging.INFO, logger="replicator.worker")
+    syncs_topic = "mirrorflow-offset-syncs.r.internal"
+    kafka["target"].offsetless_unwritten[syncs_topic] = 2
+    produce(kafka["source"], 100)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka) and committed(kafka) == {p: 100 for p in range(PARTITIONS)},
+               what="the copy and its commit", alive=(worker,))
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+    syncs = kept_syncs(decode_sync(r.key or b"", r.value or b"") for r in kafka["target"].records(syncs_topic, 0))
+    assert sorted((s.partition, s.source_offset, s.target_offset) for s in syncs if s.topic == TOPIC) == [
+        (p, 0, 0) for p in range(PARTITIONS)]
+    assert caplog.text.count("offset sync acknowledged without an offset, writing it again") == 2
+
+
 def test_a_producer_that_reports_nothing_while_the_target_answers_is_replaced(kafka: FakeKafka,
                                                                               caplog: pytest.LogCaptureFixture) -> None:
     """Seen once in a 100-fault run: after a clean target restart one worker's records stayed in flight

@@ -12,7 +12,7 @@ from replicator.worker.inflight import InFlight
 A, B = ("orders", 0), ("orders", 1)
 
 
-def report(inflight: InFlight, key: tuple[str, int], target_offset: int | None) -> bool:
+def report(inflight: InFlight, key: tuple[str, int], target_offset: int) -> bool:
     """A delivery report of ``key``, handled as the worker's delivery callback does; True when live."""
     ledger, live = inflight.ledger_of_report(key)
     assert ledger is not None and len(ledger), f"unmatched report of {key}"
@@ -135,14 +135,30 @@ def test_syncs_purged_unsent_go_again_first_in_the_order_they_were_produced() ->
     assert not inflight.syncs_to_send()
 
 
-def test_a_report_without_an_offset_settles_the_record_and_the_next_one_starts_a_run() -> None:
-    inflight = run([("open", A), ("produce", A, [0, 1, 2]), ("report", A, 0), ("sync_acked",)])
-    report(inflight, A, None)  # DUPLICATE_SEQUENCE_NUMBER: on the target, where unknown
-    assert not inflight.syncs
+def test_a_sync_acknowledged_without_an_offset_holds_the_commit_and_goes_again_as_its_runs_newest_version() -> None:
+    """No proof the sync was written (a new partition of the syncs topic can take a later batch's sequence as its
+    first): the commit stays before its run's start until a version of the run is acknowledged with an offset.
+    What goes again is the run's newest version: written after a newer one, the older would be what the
+    compacted topic keeps."""
+    inflight = run([("open", A), ("produce", A, [0, 1, 2]), ("report", A, 0), ("report", A, 2)])
+    first, grown = inflight.syncs_to_send()  # record 1 went to target 2 (a foreign write at 1): a step
+    assert (first.key, first.steps, grown.key, grown.steps) == (("orders", 0, 0), (), ("orders", 0, 0), ((1, 0, 1),))
+    inflight.syncs.clear()  # both produced
+    inflight.sync_unproven(first)  # acknowledged without an offset
+    assert list(inflight.syncs_to_send()) == [grown]  # the newest version goes again, not the older one
+    inflight.syncs.clear()
+    assert inflight.commit_positions() == {A: 0}  # nothing proven yet
+    inflight.sync_delivered(grown)  # written: it holds the run's start and its step
     assert inflight.commit_positions() == {A: 2}
-    report(inflight, A, 2)  # would follow the first run; the writer started over, so a new run
-    assert [(r.start.source_offset, r.start.target_offset, r.start.previous_source_offset, r.steps)
-            for r in inflight.syncs] == [(2, 2, None, ())]
+    inflight.sync_delivered(grown)  # the one sent again
+    assert inflight.newest == {}
+    inflight.open(B)
+    inflight.produced(B, 0)
+    report(inflight, B, 0)
+    (alone,) = inflight.syncs_to_send()  # a run's only version, unproven, goes again as it is
+    inflight.syncs.clear()
+    inflight.sync_unproven(alone)
+    assert list(inflight.syncs_to_send()) == [alone]
 
 
 def test_a_sync_of_a_partition_no_longer_owned_is_ignored() -> None:
