@@ -86,6 +86,12 @@ class FakeCluster:
         # the earlier batch then looked like a duplicate (the long form of seed 381 lost the record at a new
         # partition's offset 0 so).
         self.offsetless_unwritten: Counter[str] = Counter()
+        # Topics whose partitions race a new producer's first batches: when a producer's first record of a
+        # partition is delivered with more of that partition queued behind it, its batch failed (a partition
+        # just created, a leader moving) and the next was written first, as the broker takes any sequence
+        # number as the first of a producer it knows nothing of; the retried first batch is then acknowledged
+        # without an offset as a duplicate, never written (the long form of seed 381; confluent-kafka-go#921).
+        self.first_batch_race: set[str] = set()
         # (topic, partition) missing from the producers' metadata for a while: produce() refuses new records
         # for it and the queued ones fail with ``hidden_error``, unwritten (as librdkafka does: "Local: Unknown
         # partition", _DESTROY when the topic was deleted and its queued records purged, or the broker's

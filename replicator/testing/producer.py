@@ -47,6 +47,7 @@ class FakeProducer(FakeLogin):
         self.wedged = False  # accepts records, reports nothing, while the cluster answers (``wedge``)
         self.purged: deque[Queued] = deque()  # dropped by ``purge``, reported as such by the next poll
         self.queue_full = 0  # produce() calls refused with BufferError
+        self.written_to: set[tuple[str, int]] = set()  # partitions the cluster holds this producer's state of
 
     def __len__(self) -> int:
         return len(self.queue)
@@ -128,8 +129,11 @@ class FakeProducer(FakeLogin):
                 if self.cluster.offsetless_unwritten[item.topic] > 0:
                     self.cluster.offsetless_unwritten[item.topic] -= 1
                     offset = -1  # "a duplicate": acknowledged, never written
+                elif self._loses_the_race(item):
+                    offset = -1
                 else:
                     offset = self._write(item)
+                    self.written_to.add((item.topic, item.partition))
                 error = None
             except KafkaException as exc:
                 offset, error = -1, exc.args[0]
@@ -146,6 +150,16 @@ class FakeProducer(FakeLogin):
                 self.queue.popleft()  # the record leaves the queue only after its report ran
             served += 1
         return served
+
+    def _loses_the_race(self, item: Queued) -> bool:
+        """``first_batch_race``: this producer's first record of a partition with more of it queued behind."""
+        key = (item.topic, item.partition)
+        if item.topic not in self.cluster.first_batch_race or key in self.written_to:
+            return False
+        if not any((q.topic, q.partition) == key for q in list(self.queue)[1:]):
+            return False
+        self.written_to.add(key)  # by the batch written in its place
+        return True
 
     def _write(self, item: Queued) -> int:
         """Append the record to its partition's log; returns its offset."""

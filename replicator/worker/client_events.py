@@ -3,17 +3,18 @@
 Callbacks only record facts (the loop acts on them) and never raise into librdkafka
 (``callbacks.shielded``). The no-loss rule's half that lives here: a record's source
 offset moves its partition's ledger only once the target acknowledged it; a record the
-target did not write blocks the ledger at it (copied again), one it refused stops the
-route there.
+target did not write blocks the ledger at it (copied again, by the loop: ``_replay``), one it
+refused stops the route there.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import TYPE_CHECKING
 
-from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from replicator.domain.offset_sync import decode_sync
 from replicator.worker import metrics
@@ -49,6 +50,8 @@ class ClientEvents(Watches):
     producer_watch: ProducerWatch
     merged: frozenset[str]  # the route's merged target topics (the subscription's, kept for the hot path)
     replays: dict[TP, str]  # records of these not written (why): copy again from the first of them
+    _target_checked_at: float
+    _metadata_look: threading.Thread | None  # the producer learning a target partition
     refused: list[tuple[int | None, KafkaError]]
     _sizes: dict[int, int]  # source offset -> bytes, of records refused as too large
     meter: metrics.RouteMeter
@@ -131,6 +134,45 @@ class ClientEvents(Watches):
         first, first_error = self.refused[0]
         self.failure = describe_refusal(f"{key[0]}[{key[1]}]", first, first_error, self._sizes,
                                         self.subscription.limit_of.get(key[0]))
+
+    # -- records the target did not take: copied again ----------------------------
+
+    def _replay(self) -> None:
+        """Records the producer had taken failed as "not there" (its metadata lost the partition after it took
+        them), or were acknowledged without proof: copy their partitions again from the first such record, once
+        the target has them."""
+        keys, self.replays = self.replays, {}
+        whys = sorted(set(keys.values()))
+        for why in whys:
+            log.warning("%s, copying them again route=%s partitions=%s", why, self.route.name,
+                        ",".join(f"{t}[{p}]" for (t, p), said in sorted(keys.items()) if said == why))
+        metrics.ERRORS.labels(self.route.name, "replayed").inc()
+        self._start_over(set(keys), "; ".join(whys) + ": copying them again")
+        self.subscription.force_refresh(targets=True)
+
+    def _target_not_ready(self, target: str, partition: int) -> None:
+        """A source partition arrived before its target partition: the group assigns a partition added to
+        a source topic at once, and the target topic grows at a worker's next topic refresh (or this
+        producer has not seen it grow yet). Refresh now, and ask the producer to look again."""
+        now = time.monotonic()
+        if now < self._target_checked_at + 1.0:
+            return
+        self._target_checked_at = now
+        log.info("target partition not there yet, waiting for it route=%s topic=%s partition=%s",
+                 self.route.name, target, partition)
+        self.subscription.force_refresh(targets=True)
+        if self._metadata_look is None or not self._metadata_look.is_alive():
+            # Up to 5 s over a slow link: in a thread of its own, never on the loop.
+            self._metadata_look = threading.Thread(target=self._look_at_target, args=(self.producer, target),
+                                                   name=f"target-metadata-{self.route.name}", daemon=True)
+            self._metadata_look.start()
+
+    def _look_at_target(self, producer: Producer, target: str) -> None:
+        """Ask the producer to fetch ``target``'s metadata (it learns the new partition from the answer)."""
+        try:
+            producer.list_topics(target, timeout=5)
+        except (KafkaException, RuntimeError) as exc:  # RuntimeError: the producer was closed meanwhile
+            log.debug("target metadata not refreshed route=%s error=%s", self.route.name, exc)
 
     # -- errors and statistics ----------------------------------------------------
 

@@ -71,6 +71,7 @@ class ExactlyOnceWorker(TransactionProducer):
                  batch_size: int = 2000, worker_id: str | None = None, clients: ClientFactory = KAFKA_CLIENTS,
                  timeouts: WorkerTimeouts | None = None) -> None:
         super().__init__(config, route, store, batch_size, worker_id, clients, timeouts or WorkerTimeouts())
+        self.inflight.first_alone = False  # nothing kept aside: an abort goes back to the commit, a kept record too
         self.interval = route.transactions.interval_ms / 1000
         self.max_records = route.transactions.max_records
         # The target's coordinator aborts a transaction open this long (at its next check): a commit still retried

@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LOOK_EVERY_S = 1.0  # between looks at the oldest record in flight of each partition (at most; see below)
+# Records of a partition kept aside while its first is in flight (``InFlight.alone``) before its fetching pauses:
+# a target that acknowledges nothing would otherwise have every fetched record kept in memory.
+FIRST_ASIDE_MAX = 100
 
 
 class HeldApart(ClientEvents):
@@ -137,6 +140,24 @@ class HeldApart(ClientEvents):
         self.held_back.setdefault(key, deque()).append(message)
         if key not in self.hold_paused:
             self._stop_fetching([key])
+
+    def _keep_first_aside(self, message: Message, key: TP) -> None:
+        """A record of a partition whose first record is in flight, not yet acknowledged with an offset
+        (``InFlight.alone``): kept, in order, until it is. Its fetching pauses only if they pile up."""
+        kept = self.held_back.setdefault(key, deque())
+        kept.append(message)
+        if len(kept) >= FIRST_ASIDE_MAX and key not in self.hold_paused:
+            self._stop_fetching([key])
+
+    def _let_first_go(self) -> None:
+        """Partitions whose first record was acknowledged with an offset: what they kept aside goes first, and
+        their fetching resumes where it had paused (unless held apart)."""
+        keys, self.inflight.proven = self.inflight.proven, []
+        self._let_go(tuple(key for key in keys if key in self.hold_paused and key not in self.ack_stalls.limits))
+        for key in keys:
+            kept = self.held_back.pop(key, None)
+            if kept:
+                self.backlog.extendleft(reversed(kept))
 
     def _forget_held(self, keys: set[TP]) -> None:
         """``keys`` are no longer this worker's (revoked, lost)."""

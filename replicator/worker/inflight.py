@@ -14,6 +14,14 @@ move its commit past records not yet copied.
 
 Offset syncs found by delivery reports wait in ``syncs`` for the loop to produce
 them: a callback never produces (a full queue would raise inside librdkafka).
+
+A partition placed goes *alone* until the target acknowledges one of its records with an
+offset: one record in flight, the rest kept aside by the worker. Kafka's broker takes any
+sequence number as the first of a producer it holds no state of on a partition; when the
+first batch fails and is retried (a partition just created, a leader moving), a later batch
+sent meanwhile is written first, and the retried one is acknowledged as a duplicate, without
+an offset, though never written (the long form of seed 381; confluent-kafka-go#921). The
+worker copies such records again, so nothing is lost, but they would land after later ones.
 """
 
 from __future__ import annotations
@@ -40,6 +48,9 @@ class InFlight:
         # The newest version of each run (by its start) produced and not yet acknowledged with an offset
         self.newest: dict[tuple[str, int, int], Run] = {}
         self.dirty: set[TP] = set()  # partitions whose commit position may have moved
+        self.first_alone = True  # an exactly-once worker's are not: its abort takes such records away
+        self.alone: set[TP] = set()  # one record in flight until one is acknowledged with an offset
+        self.proven: list[TP] = []  # of those, acknowledged since the worker last looked
 
     def owns(self, key: TP) -> bool:
         """True while ``key`` is placed on this worker."""
@@ -49,6 +60,8 @@ class InFlight:
         """Start copying ``key``: a clean ledger and a writer that has seen nothing."""
         self.ledgers[key] = PartitionLedger(placed)
         self.writers[key] = OffsetSyncWriter(*key)
+        if self.first_alone:
+            self.alone.add(key)
 
     def close(self, keys: Iterable[TP]) -> int:
         """Stop copying ``keys`` (revoked or lost); returns how many records were still in flight."""
@@ -57,6 +70,7 @@ class InFlight:
             ledger = self.ledgers.pop(key, None)
             self.writers.pop(key, None)
             self.dirty.discard(key)
+            self.alone.discard(key)
             if ledger is not None and len(ledger):
                 self.retired[key].append(ledger)
                 unsettled += len(ledger)
@@ -72,6 +86,8 @@ class InFlight:
         self.purged.clear()
         self.newest.clear()
         self.dirty.clear()
+        self.alone.clear()
+        self.proven.clear()
         return unsettled
 
     def produced(self, key: TP, offset: int, target: str | None = None) -> None:
@@ -107,6 +123,9 @@ class InFlight:
         rather than report it here, ``ClientEvents._on_delivery``.)"""
         source_offset = ledger.delivered()
         ledger.target_end = target_offset + 1
+        if key in self.alone:
+            self.alone.discard(key)
+            self.proven.append(key)
         run = self.writers[key].observe(source_offset, target_offset)
         if run is not None:
             start = run.last

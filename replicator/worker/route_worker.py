@@ -222,6 +222,8 @@ class RouteWorker(HeldApart):
                 self._drain()
             self._send_syncs()
             self._serve_producer(0.05 if self.backlog else 0)  # a full queue: wait for room
+            if self.inflight.proven:
+                self._let_first_go()
             if self.replays:
                 self._replay()
             self._watch_producer()
@@ -277,8 +279,8 @@ class RouteWorker(HeldApart):
 
     def _drain(self) -> None:
         """Send the backlog, oldest first, until it is empty or the queue is full (then pause). Records of
-        partitions held apart are kept aside (``held_apart``)."""
-        limits = self.ack_stalls.limits
+        partitions held apart, or going alone, are kept aside (``held_apart``, ``InFlight.alone``)."""
+        limits, alone = self.ack_stalls.limits, self.inflight.alone
         while self.backlog and self.failure is None:
             message = self.backlog[0]
             if message.error() is not None:
@@ -286,6 +288,9 @@ class RouteWorker(HeldApart):
             elif (ledger := self.inflight.ledgers.get(key := key_of(message))) is not None:
                 if limits and key in limits and len(ledger) >= limits[key]:
                     self._keep_aside(self.backlog.popleft(), key)
+                    continue
+                if alone and key in alone and len(ledger):
+                    self._keep_first_aside(self.backlog.popleft(), key)
                     continue
                 if ledger.repeats(offset_of(message)):
                     self._went_back(message, ledger)
@@ -367,43 +372,6 @@ class RouteWorker(HeldApart):
             return False  # kept, in order, until the target has the partition
         self._refuse(message, error.str())  # refused before it left: too large for the producer
         return True
-
-    def _replay(self) -> None:
-        """Records the producer had taken failed as "not there" (its metadata lost the partition after it took
-        them), or were acknowledged without proof: copy their partitions again from the first such record, once
-        the target has them."""
-        keys, self.replays = self.replays, {}
-        whys = sorted(set(keys.values()))
-        for why in whys:
-            log.warning("%s, copying them again route=%s partitions=%s", why, self.route.name,
-                        ",".join(f"{t}[{p}]" for (t, p), said in sorted(keys.items()) if said == why))
-        metrics.ERRORS.labels(self.route.name, "replayed").inc()
-        self._start_over(set(keys), "; ".join(whys) + ": copying them again")
-        self.subscription.force_refresh(targets=True)
-
-    def _target_not_ready(self, target: str, partition: int) -> None:
-        """A source partition arrived before its target partition: the group assigns a partition added to
-        a source topic at once, and the target topic grows at a worker's next topic refresh (or this
-        producer has not seen it grow yet). Refresh now, and ask the producer to look again."""
-        now = time.monotonic()
-        if now < self._target_checked_at + 1.0:
-            return
-        self._target_checked_at = now
-        log.info("target partition not there yet, waiting for it route=%s topic=%s partition=%s",
-                 self.route.name, target, partition)
-        self.subscription.force_refresh(targets=True)
-        if self._metadata_look is None or not self._metadata_look.is_alive():
-            # Up to 5 s over a slow link: in a thread of its own, never on the loop.
-            self._metadata_look = threading.Thread(target=self._look_at_target, args=(self.producer, target),
-                                                   name=f"target-metadata-{self.route.name}", daemon=True)
-            self._metadata_look.start()
-
-    def _look_at_target(self, producer: Producer, target: str) -> None:
-        """Ask the producer to fetch ``target``'s metadata (it learns the new partition from the answer)."""
-        try:
-            producer.list_topics(target, timeout=5)
-        except (KafkaException, RuntimeError) as exc:  # RuntimeError: the producer was closed meanwhile
-            log.debug("target metadata not refreshed route=%s error=%s", self.route.name, exc)
 
     def _set_aside(self, dead_letters: DeadLetterWriter, message: Message, topic: str, headers: Any) -> bool:
         """Dead-letter mode: True when the record cannot fit its target topic and went aside."""

@@ -386,11 +386,12 @@ def test_a_consumer_that_jumps_records_retention_deleted_has_them_reported(
     assert "partition=0 lost_from=100 lost_to_exclusive=150 count=50" in caplog.text
 
 
-def test_deliveries_without_an_offset_of_records_written_are_copied_again_and_restart_the_sync_runs(
+def test_deliveries_without_an_offset_of_records_written_are_copied_again_and_the_syncs_place_the_later_copy(
         kafka: FakeKafka) -> None:
     """Found by the fault tests: after a frozen target thawed, records acknowledged without an offset (the
     broker had written the first attempt: DUPLICATE_SEQUENCE_NUMBER) stopped the worker on a TypeError. They are
-    copied again (no proof: see the test below), and the copy's run starts anew."""
+    copied again (no proof: see the test below); every sync kept names a copy of its record, the later one where
+    a record is there twice."""
     from replicator.domain.offset_sync import decode_sync, kept_syncs
 
     kafka["target"].offsetless_deliveries = 3
@@ -400,10 +401,16 @@ def test_deliveries_without_an_offset_of_records_written_are_copied_again_and_re
     assert worker.finish() is None
     assert_nothing_lost(kafka)
     assert committed(kafka) == {p: 100 for p in range(PARTITIONS)}
-    syncs = kept_syncs(decode_sync(r.key or b"", r.value or b"") for r in
-                       kafka["target"].records("mirrorflow-offset-syncs.r.internal", 0))
-    restarted = [s for s in syncs if s.previous_source_offset is None and s.source_offset > 0]
-    assert restarted, "the writer starts over after a record of unknown target offset"
+    written = kafka["target"].records("mirrorflow-offset-syncs.r.internal", 0)
+    syncs = [s for s in kept_syncs(decode_sync(r.key or b"", r.value or b"") for r in written) if s.topic == TOPIC]
+    copied = {p: [r.value for r in kafka["target"].records(REPLICA, p)] for p in range(PARTITIONS)}
+    twice = 0
+    for s in syncs:
+        value = source_values(kafka, s.partition)[s.source_offset]
+        twice += copied[s.partition].count(value) > 1
+        last = len(copied[s.partition]) - 1 - copied[s.partition][::-1].index(value)
+        assert s.target_offset == last, f"{s}: {value!r} is at target {last}"
+    assert twice, "no sync names a record copied twice: this proves nothing"
 
 
 def test_a_delivery_acknowledged_without_an_offset_is_copied_again(kafka: FakeKafka,
@@ -424,6 +431,40 @@ def test_a_delivery_acknowledged_without_an_offset_is_copied_again(kafka: FakeKa
         assert sorted(first_copies(kafka, p)) == sorted(source_values(kafka, p)), f"partition {p}"
     assert committed(kafka) == {p: 100 for p in range(PARTITIONS)}
     assert "acknowledged without an offset" in caplog.text
+
+
+def test_a_partitions_first_record_goes_alone_so_a_batch_written_before_it_cannot_put_it_out_of_order(
+        kafka: FakeKafka) -> None:
+    """The long form of seed 381 on the code that copies an unproven record again: the first record of a new
+    partition, its batch retried while a later one was written first, landed after records that follow it. A
+    partition's first record to a producer now goes alone: nothing is written before it, nothing repeats."""
+    kafka["target"].first_batch_race.add(REPLICA)
+    produce(kafka["source"], 100)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the copy", alive=(worker,))
+    assert worker.finish() is None
+    for p in range(PARTITIONS):
+        assert [r.value for r in kafka["target"].records(REPLICA, p)] == source_values(kafka, p), f"partition {p}"
+    assert committed(kafka) == {p: 100 for p in range(PARTITIONS)}
+
+
+def test_records_kept_aside_behind_a_first_record_the_target_does_not_acknowledge_stop_its_fetching(
+        kafka: FakeKafka) -> None:
+    """Kept in memory while a partition's first record waits; a target that acknowledges nothing would have
+    every record fetched kept. Past a bound its fetching pauses, and the copy goes on in order once it answers."""
+    kafka["target"].deliveries_per_poll = 0  # takes records, acknowledges none yet
+    produce(kafka["source"], 5_000)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    every = {(TOPIC, p) for p in range(PARTITIONS)}
+    wait_until(lambda: every <= worker.worker.hold_paused, what="fetching paused", alive=(worker,))
+    assert every <= worker.worker.consumer.paused  # type: ignore[attr-defined]
+    kept = {key: len(records) for key, records in worker.worker.held_back.items()}
+    assert set(kept) == every and all(100 <= n < 4_999 for n in kept.values()), kept
+    kafka["target"].deliveries_per_poll = None
+    wait_until(lambda: all_copied(kafka), timeout=60, what="the copy", alive=(worker,))
+    assert worker.finish() is None
+    for p in range(PARTITIONS):
+        assert [r.value for r in kafka["target"].records(REPLICA, p)] == source_values(kafka, p), f"partition {p}"
 
 
 def test_an_offset_sync_acknowledged_without_an_offset_is_written_again(kafka: FakeKafka,

@@ -198,3 +198,27 @@ def test_a_merged_target_names_the_source_topics_in_produce_order_per_partition(
 def test_an_unmerged_target_names_its_one_source(target: str, source_of: dict[str, str],
                                                  expected: str | None) -> None:
     assert InFlight().source_topic(target, 0, source_of, frozenset()) == expected
+
+
+def test_a_partition_goes_alone_until_a_record_of_it_is_acknowledged_with_an_offset() -> None:
+    inflight = run([("open", A), ("open", B), ("produce", A, [0, 1]), ("produce", B, [0])])
+    assert inflight.alone == {A, B} and inflight.proven == []
+    report(inflight, A, 0)
+    assert inflight.alone == {B} and inflight.proven == [A]  # the worker lets A's kept records go
+    report(inflight, A, 1)
+    assert inflight.proven == [A]  # once
+    inflight.close([B])
+    inflight.open(A)  # placed again (copied again from its last acknowledged record): alone again
+    assert inflight.alone == {A}
+    inflight.abandon()
+    assert inflight.alone == set() and inflight.proven == []
+
+
+def test_an_exactly_once_workers_partitions_never_go_alone() -> None:
+    inflight = InFlight()
+    inflight.first_alone = False
+    inflight.open(A)
+    inflight.produced(A, 0)
+    assert inflight.alone == set()
+    report(inflight, A, 0)
+    assert inflight.proven == []
