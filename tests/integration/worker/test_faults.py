@@ -107,8 +107,13 @@ def test_a_frozen_target_while_a_worker_dies_loses_nothing(pair, route, unique_n
     survivor, victim = Worker(route, log_dir=tmp_path), Worker(route, log_dir=tmp_path)
     workers += [survivor, victim]
     wait_until(lambda: "placed" in survivor.output() and "placed" in victim.output(), 60, "both workers copying")
+    # Records of every partition copied by the worker that holds it now: a partition sends one record alone until
+    # the target acknowledges one (InFlight.alone), so a worker that copied none of its own yet would not fill its
+    # queue once the target froze.
+    warm = make_records(PARTITIONS, 200, "warm")
+    produce(source.spec.bootstrap_servers, unique_name, warm)
     wait_until(lambda: total(end_offsets(target.spec.bootstrap_servers, f"primary.{unique_name}", PARTITIONS))
-               >= len(first), 60, "the first copy")
+               >= len(first) + len(warm), 60, "the first copy")
     _signal_broker(target, signal.SIGSTOP)
     frozen_at = time.monotonic()
     try:
@@ -123,7 +128,7 @@ def test_a_frozen_target_while_a_worker_dies_loses_nothing(pair, route, unique_n
         time.sleep(max(0.0, 60 - (time.monotonic() - frozen_at)))  # the fault itself: a minute frozen
     finally:
         _signal_broker(target, signal.SIGCONT)
-    _copied(pair, unique_name, first + second)
+    _copied(pair, unique_name, first + warm + second)
     _clean(survivor)
     assert "source resumed" in survivor.output()
 
