@@ -67,11 +67,12 @@ COMMIT_TIMEOUT_S = 5.0  # send_offsets_to_transaction, commit_transaction, abort
 class ExactlyOnceWorker(TransactionProducer):
     """Replicates one exactly-once route until ``stop`` is set or an unrecoverable error occurs."""
 
+    FIRST_ALONE = False  # nothing kept aside: an abort goes back to the commit, and a kept record would outlive it
+
     def __init__(self, config: Config, route: RouteConfig, store: StateStore | None = None,
                  batch_size: int = 2000, worker_id: str | None = None, clients: ClientFactory = KAFKA_CLIENTS,
                  timeouts: WorkerTimeouts | None = None) -> None:
         super().__init__(config, route, store, batch_size, worker_id, clients, timeouts or WorkerTimeouts())
-        self.inflight.first_alone = False  # nothing kept aside: an abort goes back to the commit, a kept record too
         self.interval = route.transactions.interval_ms / 1000
         self.max_records = route.transactions.max_records
         # The target's coordinator aborts a transaction open this long (at its next check): a commit still retried

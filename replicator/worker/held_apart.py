@@ -134,19 +134,13 @@ class HeldApart(ClientEvents):
         if go and self._consumer is not None and self.failure is None:
             pausing.resume(self._consumer, go)
 
-    def _keep_aside(self, message: Message, key: TP) -> None:
-        """A record of a partition held apart, fetched before its fetching stopped (or past its probe): kept, in
-        order, until it is let go."""
-        self.held_back.setdefault(key, deque()).append(message)
-        if key not in self.hold_paused:
-            self._stop_fetching([key])
-
-    def _keep_first_aside(self, message: Message, key: TP) -> None:
-        """A record of a partition whose first record is in flight, not yet acknowledged with an offset
-        (``InFlight.alone``): kept, in order, until it is. Its fetching pauses only if they pile up."""
+    def _keep_aside(self, message: Message, key: TP, pause_at: int = 1) -> None:
+        """A record of a partition held apart, fetched before its fetching stopped (or past its probe), or of one
+        whose first record is not yet acknowledged with an offset (``InFlight.alone``): kept, in order, until it is
+        let go. Fetching stops once ``pause_at`` are kept (going alone: only if they pile up)."""
         kept = self.held_back.setdefault(key, deque())
         kept.append(message)
-        if len(kept) >= FIRST_ASIDE_MAX and key not in self.hold_paused:
+        if len(kept) >= pause_at and key not in self.hold_paused:
             self._stop_fetching([key])
 
     def _let_first_go(self) -> None:

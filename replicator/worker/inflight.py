@@ -38,7 +38,7 @@ TP = tuple[str, int]
 class InFlight:
     """Ledgers, sync writers and retired ledgers of the partitions a worker copies."""
 
-    def __init__(self) -> None:
+    def __init__(self, first_alone: bool = True) -> None:
         self.ledgers: dict[TP, PartitionLedger] = {}
         self.writers: dict[TP, OffsetSyncWriter] = {}
         self.retired: dict[TP, deque[PartitionLedger]] = defaultdict(deque)
@@ -48,7 +48,7 @@ class InFlight:
         # The newest version of each run (by its start) produced and not yet acknowledged with an offset
         self.newest: dict[tuple[str, int, int], Run] = {}
         self.dirty: set[TP] = set()  # partitions whose commit position may have moved
-        self.first_alone = True  # an exactly-once worker's are not: its abort takes such records away
+        self.first_alone = first_alone  # an exactly-once worker's are not: its abort takes such records away
         self.alone: set[TP] = set()  # one record in flight until one is acknowledged with an offset
         self.proven: list[TP] = []  # of those, acknowledged since the worker last looked
 

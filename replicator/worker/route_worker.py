@@ -52,7 +52,7 @@ from replicator.worker.assignment import Positioner
 from replicator.worker.client_events import NOT_THERE
 from replicator.worker.dead_letter import DeadLetterError, DeadLetterWriter
 from replicator.worker.heartbeat import HeartbeatEmitter
-from replicator.worker.held_apart import HeldApart
+from replicator.worker.held_apart import FIRST_ASIDE_MAX, HeldApart
 from replicator.worker.inflight import InFlight
 from replicator.worker.links import Links
 from replicator.worker.logins import Logins
@@ -85,6 +85,8 @@ class RouteFailed(MirrorFlowError):
 class RouteWorker(HeldApart):
     """Replicates one route until ``stop`` is set or an unrecoverable error occurs."""
 
+    FIRST_ALONE = True  # a partition placed sends one record until one is acknowledged (``InFlight.alone``)
+
     def __init__(self, config: Config, route: RouteConfig, store: StateStore | None = None,
                  batch_size: int = 2000, worker_id: str | None = None, clients: ClientFactory = KAFKA_CLIENTS,
                  timeouts: WorkerTimeouts | None = None) -> None:
@@ -103,7 +105,8 @@ class RouteWorker(HeldApart):
         # the target comes off: the records land as they were first written there.
         self.loop_check = route.loop_check
         self.add_origin = route.policy != "prefix" and route.loop_check
-        self.inflight, self.commit_pace = InFlight(), CommitPace(commit_interval(config, route))
+        self.inflight = InFlight(first_alone=self.FIRST_ALONE)
+        self.commit_pace = CommitPace(commit_interval(config, route))
         self.unplaced: set[TP] = set()  # assigned, paused, not yet positioned
         self.replays: dict[TP, str] = {}  # records of these not written (why): copy again from the first of them
         self.purged_reports = 0  # reports of records the producer dropped unsent (see ``_drop_unsent``)
@@ -290,7 +293,7 @@ class RouteWorker(HeldApart):
                     self._keep_aside(self.backlog.popleft(), key)
                     continue
                 if alone and key in alone and len(ledger):
-                    self._keep_first_aside(self.backlog.popleft(), key)
+                    self._keep_aside(self.backlog.popleft(), key, FIRST_ASIDE_MAX)
                     continue
                 if ledger.repeats(offset_of(message)):
                     self._went_back(message, ledger)

@@ -215,8 +215,7 @@ def test_a_partition_goes_alone_until_a_record_of_it_is_acknowledged_with_an_off
 
 
 def test_an_exactly_once_workers_partitions_never_go_alone() -> None:
-    inflight = InFlight()
-    inflight.first_alone = False
+    inflight = InFlight(first_alone=False)
     inflight.open(A)
     inflight.produced(A, 0)
     assert inflight.alone == set()
