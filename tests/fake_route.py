@@ -14,7 +14,7 @@ from replicator.worker.timeouts import WorkerTimeouts
 
 FAST = WorkerTimeouts(handover=2.0, shutdown=2.0, retry=0.05, backpressure_report=0.2, refresh=0.1, rejoin=0.05,
                       stalled=1.0, close=0.5, outage_hold=0.5, lag=0.3, assignment=0.3,
-                      client_still=1.0)
+                      client_still=1.0, quiet=0.5)  # quiet: every test's idle partitions go alone again
 
 
 def route_config(kafka: FakeKafka, topics: str = "[orders]", **route: str):  # type: ignore[no-untyped-def]

@@ -92,6 +92,7 @@ class FakeCluster:
         # number as the first of a producer it knows nothing of; the retried first batch is then acknowledged
         # without an offset as a duplicate, never written (the long form of seed 381; confluent-kafka-go#921).
         self.first_batch_race: set[str] = set()
+        self.producers_forgotten = 0  # how often the brokers dropped every producer's state: ``forget_producers``
         # (topic, partition) missing from the producers' metadata for a while: produce() refuses new records
         # for it and the queued ones fail with ``hidden_error``, unwritten (as librdkafka does: "Local: Unknown
         # partition", _DESTROY when the topic was deleted and its queued records purged, or the broker's
@@ -151,6 +152,11 @@ class FakeCluster:
         """Answer again."""
         self.frozen = False
         self.thaws += 1
+
+    def forget_producers(self) -> None:
+        """The brokers drop every producer's state (``producer.id.expiration.ms`` passed since the timestamps of
+        its last records): a producer's next record of a partition is its first there again."""
+        self.producers_forgotten += 1
 
     def check_reachable(self, request: str = "", process: FakeProcess | None = None) -> None:
         """Raise what librdkafka raises for a request that timed out: when frozen, cut off from

@@ -47,7 +47,8 @@ class FakeProducer(FakeLogin):
         self.wedged = False  # accepts records, reports nothing, while the cluster answers (``wedge``)
         self.purged: deque[Queued] = deque()  # dropped by ``purge``, reported as such by the next poll
         self.queue_full = 0  # produce() calls refused with BufferError
-        self.written_to: set[tuple[str, int]] = set()  # partitions the cluster holds this producer's state of
+        # Partitions the cluster holds this producer's state of: each with the cluster's count of forgets then
+        self.written_to: dict[tuple[str, int], int] = {}
 
     def __len__(self) -> int:
         return len(self.queue)
@@ -133,7 +134,7 @@ class FakeProducer(FakeLogin):
                     offset = -1
                 else:
                     offset = self._write(item)
-                    self.written_to.add((item.topic, item.partition))
+                    self.written_to[(item.topic, item.partition)] = self.cluster.producers_forgotten
                 error = None
             except KafkaException as exc:
                 offset, error = -1, exc.args[0]
@@ -154,11 +155,12 @@ class FakeProducer(FakeLogin):
     def _loses_the_race(self, item: Queued) -> bool:
         """``first_batch_race``: this producer's first record of a partition with more of it queued behind."""
         key = (item.topic, item.partition)
-        if item.topic not in self.cluster.first_batch_race or key in self.written_to:
+        if item.topic not in self.cluster.first_batch_race \
+                or self.written_to.get(key) == self.cluster.producers_forgotten:
             return False
         if not any((q.topic, q.partition) == key for q in list(self.queue)[1:]):
             return False
-        self.written_to.add(key)  # by the batch written in its place
+        self.written_to[key] = self.cluster.producers_forgotten  # by the batch written in its place
         return True
 
     def _write(self, item: Queued) -> int:

@@ -58,6 +58,7 @@ class HeldApart(ClientEvents):
     ack_stalls: AckStalls
     held_back: dict[TP, deque[Message]]  # records of partitions held apart fetched meanwhile, in order
     _acks_looked_at: float
+    _quiet_looked_at: float
     _room_made_at: float
     _leaders_asked: Future[Leaders] | None  # the target's metadata, asked in a thread (``_nodes_apart``)
     _leaders_asked_at: float
@@ -152,6 +153,17 @@ class HeldApart(ClientEvents):
             kept = self.held_back.pop(key, None)
             if kept:
                 self.backlog.extendleft(reversed(kept))
+
+    def _watch_quiet(self) -> None:
+        """Every quarter of ``quiet`` s: partitions quiet that long go alone again (``InFlight.alone_when_quiet``)."""
+        now, after = time.monotonic(), self.timeouts.quiet
+        if now - self._quiet_looked_at < after / 4:
+            return
+        self._quiet_looked_at = now
+        went = self.inflight.alone_when_quiet(now, after)
+        if went:
+            log.debug("partitions quiet for %.3g s send their next record alone route=%s partitions=%d", after,
+                      self.route.name, len(went))
 
     def _forget_held(self, keys: set[TP]) -> None:
         """``keys`` are no longer this worker's (revoked, lost)."""

@@ -22,6 +22,9 @@ first batch fails and is retried (a partition just created, a leader moving), a 
 sent meanwhile is written first, and the retried one is acknowledged as a duplicate, without
 an offset, though never written (the long form of seed 381; confluent-kafka-go#921). The
 worker copies such records again, so nothing is lost, but they would land after later ones.
+The broker also *forgets* a producer's state of a partition (``producer.id.expiration.ms`` after the
+timestamp of its last records there): a partition quiet for a while goes alone again
+(``alone_when_quiet``).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class InFlight:
         self.first_alone = first_alone  # an exactly-once worker's are not: its abort takes such records away
         self.alone: set[TP] = set()  # one record in flight until one is acknowledged with an offset
         self.proven: list[TP] = []  # of those, acknowledged since the worker last looked
+        self.quiet: dict[TP, tuple[int | None, float]] = {}  # the target end last seen, and since when
 
     def owns(self, key: TP) -> bool:
         """True while ``key`` is placed on this worker."""
@@ -60,6 +64,7 @@ class InFlight:
         """Start copying ``key``: a clean ledger and a writer that has seen nothing."""
         self.ledgers[key] = PartitionLedger(placed)
         self.writers[key] = OffsetSyncWriter(*key)
+        self.quiet.pop(key, None)
         if self.first_alone:
             self.alone.add(key)
 
@@ -71,6 +76,7 @@ class InFlight:
             self.writers.pop(key, None)
             self.dirty.discard(key)
             self.alone.discard(key)
+            self.quiet.pop(key, None)
             if ledger is not None and len(ledger):
                 self.retired[key].append(ledger)
                 unsettled += len(ledger)
@@ -88,7 +94,27 @@ class InFlight:
         self.dirty.clear()
         self.alone.clear()
         self.proven.clear()
+        self.quiet.clear()
         return unsettled
+
+    def alone_when_quiet(self, now: float, after: float) -> list[TP]:
+        """Partitions with nothing in flight whose target end has not moved for ``after`` s go alone again, and
+        are returned. The target's brokers drop a producer's state of a partition once the timestamp of its
+        last records there is ``producer.id.expiration.ms`` old (a day by default, looked at every 10 minutes);
+        the partition's next batch then meets the first batch's race. A quiet partition's next record waits
+        for nothing; those behind it wait one round trip."""
+        if not self.first_alone:
+            return []
+        quiet, alone, went = self.quiet, self.alone, []
+        for key, ledger in self.ledgers.items():
+            end = ledger.target_end
+            seen = quiet.get(key)
+            if seen is None or seen[0] != end or len(ledger):
+                quiet[key] = (end, now)
+            elif now - seen[1] >= after and key not in alone:
+                alone.add(key)
+                went.append(key)
+        return went
 
     def produced(self, key: TP, offset: int, target: str | None = None) -> None:
         """The record of ``key`` at ``offset`` went to the producer (``target``: a merged topic)."""

@@ -117,7 +117,7 @@ class RouteWorker(HeldApart):
         self.ack_stalls = AckStalls(timeouts.ack_stall, timeouts.ack_retry)  # partitions held apart: held_apart
         self.held_back: dict[TP, deque[Message]] = {}  # their records fetched meanwhile, in order
         self.hold_paused: set[TP] = set()
-        self._acks_looked_at = self._room_made_at = self._leaders_asked_at = 0.0
+        self._acks_looked_at = self._room_made_at = self._leaders_asked_at = self._quiet_looked_at = 0.0
         self._leaders_asked: Future[Leaders] | None = None
         limit = route.max_bytes_per_second
         self.limiter = None if limit is None else TokenBucket.full(limit, time.monotonic())
@@ -231,6 +231,7 @@ class RouteWorker(HeldApart):
                 self._replay()
             self._watch_producer()
             self._watch_held_apart()
+            self._watch_quiet()
             self._store_offsets()
             self._report_backpressure()
             self.meter.publish()

@@ -44,5 +44,10 @@ class WorkerTimeouts:
     # Exactly-once: a due commit waits for what is in flight; no report at all this long while the target answers
     # (librdkafka's producer lost the transaction coordinator and never found it again), the producer is replaced.
     acks_due: float = 30.0
+    # A partition with nothing in flight whose target end has not moved this long sends its next record alone
+    # (``InFlight.alone_when_quiet``): the target may have forgotten this worker's producer there. Its brokers
+    # forget one a day after its last records' timestamps, so at their next look (every 10 minutes) when the
+    # records copied are that old: a burst after a quiet minute pays one round trip.
+    quiet: float = 60.0
     close: float = 10.0  # a client that stopped getting answers is given this long to close, then left behind
     outage_hold: float = HOLD_AFTER_S  # the source out of reach this long: copying held until the worker rejoins

@@ -448,6 +448,29 @@ def test_a_partitions_first_record_goes_alone_so_a_batch_written_before_it_canno
     assert committed(kafka) == {p: 100 for p in range(PARTITIONS)}
 
 
+def test_a_partition_quiet_for_a_while_goes_alone_again_as_the_target_may_have_forgotten_its_producer(
+        kafka: FakeKafka) -> None:
+    """Kafka's brokers drop a producer's state of a partition a day after the timestamps of its last records there
+    (at once, for records copied from days back). The worker's next batch of that partition then meets the race of
+    a producer's first: a later batch written first, the first acknowledged without an offset. Before, a partition
+    went alone only when placed: its next record after the target forgot the producer landed after the ones
+    behind it. Now a quiet partition's next record goes alone."""
+    kafka["target"].first_batch_race.add(REPLICA)
+    produce(kafka["source"], 100)
+    worker = WorkerThread(kafka, "a", route_config(kafka), dataclasses.replace(FAST, quiet=0.2))
+    wait_until(lambda: all_copied(kafka), what="the copy", alive=(worker,))
+    every = {(TOPIC, p) for p in range(PARTITIONS)}
+    wait_until(lambda: every <= worker.worker.inflight.alone, what="the quiet partitions going alone",
+               alive=(worker,))
+    kafka["target"].forget_producers()
+    produce(kafka["source"], 100, start=100)
+    wait_until(lambda: all_copied(kafka), what="the copy after the target forgot", alive=(worker,))
+    assert worker.finish() is None
+    for p in range(PARTITIONS):
+        assert [r.value for r in kafka["target"].records(REPLICA, p)] == source_values(kafka, p), f"partition {p}"
+    assert committed(kafka) == {p: 200 for p in range(PARTITIONS)}
+
+
 def test_records_kept_aside_behind_a_first_record_the_target_does_not_acknowledge_stop_its_fetching(
         kafka: FakeKafka) -> None:
     """Kept in memory while a partition's first record waits; a target that acknowledges nothing would have

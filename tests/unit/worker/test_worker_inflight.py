@@ -214,6 +214,26 @@ def test_a_partition_goes_alone_until_a_record_of_it_is_acknowledged_with_an_off
     assert inflight.alone == set() and inflight.proven == []
 
 
+def test_a_partition_with_nothing_in_flight_and_no_acknowledgement_for_a_while_goes_alone_again() -> None:
+    inflight = run([("open", A), ("open", B), ("produce", A, [0]), ("produce", B, [0])])
+    report(inflight, A, 0)
+    report(inflight, B, 0)
+    inflight.proven.clear()
+    assert inflight.alone_when_quiet(0.0, 60.0) == []  # first seen
+    inflight.produced(B, 1)  # B has a record in flight: not quiet, whatever its end
+    assert inflight.alone_when_quiet(59.0, 60.0) == []
+    assert inflight.alone_when_quiet(61.0, 60.0) == [A]
+    assert inflight.alone == {A}
+    assert inflight.alone_when_quiet(200.0, 60.0) == []  # A is alone already; B still has its record in flight
+    report(inflight, B, 1)  # its end moved: quiet from the next look on
+    assert inflight.alone_when_quiet(201.0, 60.0) == []
+    assert inflight.alone_when_quiet(261.0, 60.0) == [B]
+    inflight.close([A])
+    assert A not in inflight.quiet
+    inflight.abandon()
+    assert inflight.quiet == {}
+
+
 def test_an_exactly_once_workers_partitions_never_go_alone() -> None:
     inflight = InFlight(first_alone=False)
     inflight.open(A)
@@ -221,3 +241,4 @@ def test_an_exactly_once_workers_partitions_never_go_alone() -> None:
     assert inflight.alone == set()
     report(inflight, A, 0)
     assert inflight.proven == []
+    assert inflight.alone_when_quiet(0.0, 1.0) == inflight.alone_when_quiet(9.0, 1.0) == []
