@@ -64,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the workers' producer queue, in records (queue.buffering.max.messages; default "
                              "MirrorFlow's 200,000): a small one makes the harness's rates fill it, so back-pressure "
                              "meets every fault")
+    parser.add_argument("--records-age", type=float, default=0.0, metavar="HOURS",
+                        help="every record's CreateTime this many hours back (default 0). Over 24: the target's "
+                             "brokers forget the workers' producers within a second of each write (they look every "
+                             "second), as they do every 10 minutes when a backfill copies records over a day old")
     parser.add_argument("--report", type=Path, help="write every event as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir with every log")
     parser.add_argument("--toxiproxy", type=Path, default=REPO / ".cache" / "bin" / "toxiproxy-server",
@@ -81,6 +85,8 @@ def settings_of(args: argparse.Namespace) -> Settings:
             raise ValueError(f"--{name} must be at least 1")
     if args.producer_queue is not None and args.producer_queue < 1:
         raise ValueError("--producer-queue must be at least 1")
+    if not 0 <= args.records_age < 24 * 7:
+        raise ValueError("--records-age must be at least 0 and under 168 hours (the source's retention)")
     if args.rate <= 0 or args.fault_seconds <= 0:
         raise ValueError("--rate and --fault-seconds must be positive")
     kinds = choose_kinds([k.strip() for k in args.kinds.split(",") if k.strip()], state)
@@ -90,7 +96,8 @@ def settings_of(args: argparse.Namespace) -> Settings:
     return Settings(cycles=args.cycles, seed=args.seed, kinds=kinds, workers=args.workers, topics=args.topics,
                     partitions=args.partitions, rate=args.rate, fault_seconds=args.fault_seconds, state=state,
                     toxiproxy=args.toxiproxy, report=args.report, keep=args.keep, guarantee=args.guarantee,
-                    overlap=args.overlap, brokers=args.brokers, producer_queue=args.producer_queue)
+                    overlap=args.overlap, brokers=args.brokers, producer_queue=args.producer_queue,
+                    records_age_h=args.records_age)
 
 
 def progress(message: str) -> None:

@@ -167,14 +167,23 @@ class ProxiedCluster:
             list(pool.map(lambda node: node.stop(TEARDOWN_STOP_S), self.nodes))
 
 
+# ``--records-age``: the target's brokers look for producers to forget every second instead of every 10 minutes, so
+# records over a day old (``producer.id.expiration.ms``) have the workers' producers forgotten on their partitions
+# within a second of each write, and every batch meets the race of a producer's first. The source keeps the
+# harness's own producer for 30 days: its order at the source is what the copy is held to.
+FORGETFUL = {"target": {"producer.id.expiration.check.interval.ms": "1000"},
+             "source": {"producer.id.expiration.ms": str(30 * 24 * 3_600_000)}}
+
+
 def start_clusters(home: Path, proxies: ToxiproxyClient, brokers: int = 1,
-                   copies: int | None = None) -> dict[str, ProxiedCluster]:
+                   copies: int | None = None, forgetful: bool = False) -> dict[str, ProxiedCluster]:
     """Both clusters running, each node behind its own proxy; stopped again if either fails to start. Topics
-    have ``copies`` copies (default: up to three)."""
+    have ``copies`` copies (default: up to three); ``forgetful``: see FORGETFUL."""
     sides = {}
     for side in SIDES:
         name = CLUSTER_NAMES[side]
-        base = LocalClusterSpec(name=name, home=home / name, port=free_port(), controller_port=free_port())
+        base = LocalClusterSpec(name=name, home=home / name, port=free_port(), controller_port=free_port(),
+                                extra_properties=FORGETFUL[side] if forgetful else {})
         specs = [base] if brokers == 1 else cluster_nodes(base, brokers, free_port)
         if copies is not None:
             specs = [dataclasses.replace(spec, replicas=copies) for spec in specs]

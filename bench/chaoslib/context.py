@@ -45,6 +45,7 @@ class Settings:
     overlap: bool = False  # each fault a pair: a mover during a trouble (see faults.PairDeck)
     brokers: int = 1  # nodes per cluster (several: a broker fault strikes one node, see cluster.py)
     producer_queue: int | None = None  # the workers' queue.buffering.max.messages (None: MirrorFlow's default)
+    records_age_h: float = 0.0  # every record's CreateTime this many hours back (see cluster.FORGETFUL)
 
 
 @dataclass(frozen=True)

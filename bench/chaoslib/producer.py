@@ -28,12 +28,12 @@ DELIVERY_TIMEOUT_MS = 120_000
 class Verifier:
     """Steady streams get records at ``rate`` per second in turn; others only by ``produce_now``."""
 
-    def __init__(self, bootstrap: str, rate: float, padding: int) -> None:
+    def __init__(self, bootstrap: str, rate: float, padding: int, age_ms: int = 0) -> None:
         self._config = {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": "true",
                         "message.timeout.ms": str(DELIVERY_TIMEOUT_MS), "linger.ms": "5", "error_cb": self._on_error,
                         "log_level": 0}  # brokers go away on purpose: fatal errors come by error_cb
         self._producer = Producer(self._config)
-        self.rate, self.padding = rate, padding
+        self.rate, self.padding, self.age_ms = rate, padding, age_ms  # age_ms: CreateTime this far back
         self.sent: dict[Stream, list[Sent]] = {}
         self.excused: dict[Stream, set[int]] = {}  # deleted at the source on purpose: never waited for
         self.steady: list[Stream] = []
@@ -128,7 +128,7 @@ class Verifier:
 
     def _send(self, stream: Stream) -> bool:
         records = self.sent[stream]
-        seq, key, timestamp = len(records), key_of(stream, len(records)), int(time.time() * 1000)
+        seq, key, timestamp = len(records), key_of(stream, len(records)), int(time.time() * 1000) - self.age_ms
         value, headers = value_of(stream, seq, self.padding), headers_of(stream, seq)
         try:
             self._producer.produce(stream.topic, value, key, partition=stream.partition, timestamp=timestamp,

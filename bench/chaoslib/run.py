@@ -66,13 +66,15 @@ def _config(work: Path, sides: dict[str, ProxiedCluster], state_url: str, settin
 def _setup(settings: Settings, work: Path, stack: contextlib.ExitStack, began: float) -> Chaos:
     toxiproxy = ToxiproxyServer(settings.toxiproxy, work / "toxiproxy.log")
     stack.callback(toxiproxy.stop)
-    sides = start_clusters(work / "clusters", toxiproxy.client, settings.brokers)
+    sides = start_clusters(work / "clusters", toxiproxy.client, settings.brokers,
+                           forgetful=settings.records_age_h > 0)
     for cluster in sides.values():
         stack.callback(cluster.close)
     statedb = StateDb(settings.state, work / "state")
     stack.callback(lambda: statedb.close(keep=settings.keep))
     config = _config(work, sides, statedb.url, settings)
-    verifier = Verifier(sides["source"].direct, settings.rate, settings.padding)
+    verifier = Verifier(sides["source"].direct, settings.rate, settings.padding,
+                        round(settings.records_age_h * 3_600_000))
     stack.callback(verifier.stop)
     reader = TargetReader(sides["target"].direct)
     stack.callback(reader.stop)

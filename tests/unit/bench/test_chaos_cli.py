@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,8 @@ from bench.chaoslib.run import _config
     (["--cycles", "0"], "chaos.py: --cycles must be at least 1"),
     (["--brokers", "0"], "chaos.py: --brokers must be at least 1"),
     (["--producer-queue", "0"], "chaos.py: --producer-queue must be at least 1"),
+    (["--records-age", "-1"], "chaos.py: --records-age must be at least 0 and under 168 hours"),
+    (["--records-age", "200"], "chaos.py: --records-age must be at least 0 and under 168 hours"),
 ])
 def test_bad_input_exits_2_with_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--state", "sqlite", *argv]) == 2
@@ -147,3 +150,33 @@ def test_the_producer_queue_goes_to_the_route_only_when_given(tmp_path: Path) ->
     for queue, want in ((None, None), (500, {"queue.buffering.max.messages": "500"})):
         path = _config(tmp_path, {}, "sqlite:///x.db", Settings(producer_queue=queue))
         assert json.loads(path.read_text())["routes"][0].get("producer") == want
+
+
+def test_old_records_make_only_the_target_forget_producers_within_a_second(tmp_path: Path) -> None:
+    """--records-age: the workers' producers on the target are forgotten at once; the harness's own producer at the
+    source never is (its order there is what the copy is held to)."""
+    from bench.chaoslib.cluster import FORGETFUL
+    from bench.chaoslib.producer import Verifier
+
+    assert FORGETFUL["target"] == {"producer.id.expiration.check.interval.ms": "1000"}
+    assert int(FORGETFUL["source"]["producer.id.expiration.ms"]) > 168 * 3_600_000  # beyond the records' age
+    stamped: list[int] = []
+
+    class Source:
+        def produce(self, *args: object, timestamp: int, **kwargs: object) -> None:
+            stamped.append(timestamp)
+
+        def flush(self, timeout: float) -> int:
+            return 0
+
+        def list_topics(self, topic: str, timeout: float) -> None:
+            return None
+
+    verifier = Verifier("127.0.0.1:1", 1.0, 100, age_ms=48 * 3_600_000)
+    verifier._producer = Source()  # type: ignore[assignment]
+    (stream,) = verifier.add("t", [0])
+    before = time.time() * 1000
+    assert verifier._send(stream)
+    verifier.stop()
+    (timestamp,) = stamped
+    assert before - 48 * 3_600_000 - 1 <= timestamp <= time.time() * 1000 - 48 * 3_600_000 + 1
