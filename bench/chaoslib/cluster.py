@@ -170,9 +170,9 @@ class ProxiedCluster:
 # ``--records-age``: the target's brokers look for producers to forget every second instead of every 10 minutes, so
 # records over a day old (``producer.id.expiration.ms``) have the workers' producers forgotten on their partitions
 # within a second of each write, and every batch meets the race of a producer's first. The source keeps the
-# harness's own producer for 30 days: its order at the source is what the copy is held to.
+# harness's own producer for 20 days: its order at the source is what the copy is held to.
 FORGETFUL = {"target": {"producer.id.expiration.check.interval.ms": "1000"},
-             "source": {"producer.id.expiration.ms": str(30 * 24 * 3_600_000)}}
+             "source": {"producer.id.expiration.ms": str(20 * 24 * 3_600_000)}}  # an int: at most 24.8 days
 
 
 def start_clusters(home: Path, proxies: ToxiproxyClient, brokers: int = 1,

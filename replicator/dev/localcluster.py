@@ -189,9 +189,7 @@ class LocalCluster:
         )
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            raise ClusterError(
-                f"cluster {self.spec.name}: storage format failed: {done.stderr.strip()[-500:]}"
-            )
+            raise ClusterError(f"cluster {self.spec.name}: storage format failed: {java_failure(done.stderr)}")
 
     def _launch(self) -> None:
         out = open(self._home / "logs" / "kafka.out", "ab")  # noqa: SIM115 - handed to the JVM
@@ -298,6 +296,14 @@ class LocalCluster:
             home=str(self._home),
             topics=topics,
         )
+
+
+def java_failure(stderr: str) -> str:
+    """What a JVM tool that failed said: its exception's message, not the end of the stack trace under it."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.strip().startswith("at ")]
+    thrown = [line for line in lines if "Exception" in line or "Error" in line]
+    said = (thrown or lines or ["(nothing on stderr)"])[0]
+    return said.removeprefix('Exception in thread "main" ')[:500]
 
 
 def _reap(pid: int) -> None:

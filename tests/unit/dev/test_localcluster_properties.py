@@ -141,3 +141,16 @@ def test_three_nodes_make_one_cluster_whose_topics_survive_a_node() -> None:
 def test_a_cluster_of_no_node_is_refused() -> None:
     with pytest.raises(ClusterError, match="cluster p: a cluster needs at least one node, not 0"):
         cluster_nodes(_spec(), 0, lambda: 1)
+
+
+def test_a_tool_that_failed_is_named_by_its_exception_not_its_last_stack_frame() -> None:
+    from replicator.dev.localcluster import java_failure
+
+    stderr = ('Exception in thread "main" org.apache.kafka.common.config.ConfigException: Invalid value 2592000000 '
+              'for configuration producer.id.expiration.ms: Not a number of type INT\n'
+              '\tat org.apache.kafka.common.config.ConfigDef.parseType(ConfigDef.java:754)\n'
+              '\tat kafka.tools.StorageTool.main(StorageTool.scala)\n')
+    assert java_failure(stderr) == ("org.apache.kafka.common.config.ConfigException: Invalid value 2592000000 for "
+                                    "configuration producer.id.expiration.ms: Not a number of type INT")
+    assert java_failure("SLF4J: no binding\nsomething went wrong\n") == "SLF4J: no binding"
+    assert java_failure("") == "(nothing on stderr)"
