@@ -66,7 +66,10 @@ def run_routes(args: argparse.Namespace) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    workers = [worker_for(r)(config, r, store, worker_id=worker_id) for r in routes]
+    from replicator.worker.preflight import worker_timeouts
+
+    workers = [worker_for(r)(config, r, store, worker_id=worker_id, timeouts=worker_timeouts(config, r))
+               for r in routes]
     freeze_startup_heap()  # after the last of start-up's imports and objects, before any copy
     threads = [threading.Thread(target=work, args=(worker,), name=f"route-{worker.route.name}") for worker in workers]
     for thread in threads:

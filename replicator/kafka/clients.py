@@ -153,6 +153,22 @@ def producer_settings(config: Config, route: RouteConfig, worker_id: str | None 
     }
 
 
+# librdkafka's idempotent producer keeps at most this many requests in flight per connection, whatever it is set to.
+IDEMPOTENT_IN_FLIGHT_MAX = 5
+
+
+def serial_below(config: Config, route: RouteConfig) -> int:
+    """How few records of a partition in flight let the route's idempotent producer send it another batch:
+    ``max.in.flight.requests.per.connection`` (librdkafka compares a partition's records in flight with it; 5 at
+    most). At 1 it never sends a partition's next batch before the last is acknowledged."""
+    settings = producer_settings(config, route)
+    value = settings.get("max.in.flight.requests.per.connection", settings.get("max.in.flight"))
+    try:
+        return min(int(value), IDEMPOTENT_IN_FLIGHT_MAX) if value is not None else IDEMPOTENT_IN_FLIGHT_MAX
+    except ValueError:  # librdkafka refuses it when the producer is made, naming the key
+        return IDEMPOTENT_IN_FLIGHT_MAX
+
+
 def admin_settings(properties: Mapping[str, str]) -> dict[str, Any]:
     """An admin client of a cluster, quiet about connection failures (we report them)."""
     return {**properties, "logger": LIBRDKAFKA_LOG}

@@ -153,9 +153,12 @@ class FakeAdmin(FakeLogin):
 
     def describe_configs(self, resources: list[ConfigResource],
                          request_timeout: float = -1) -> dict[ConfigResource, Future[dict[str, ConfigEntry]]]:
-        """The topic configs set on each topic (others are broker defaults)."""
+        """The topic configs set on each topic (others are broker defaults); a broker's: its settings the worker
+        reads."""
         def describe(resource: ConfigResource) -> dict[str, ConfigEntry]:
             self._check()
+            if resource.restype == ConfigResource.Type.BROKER:
+                return {"producer.id.expiration.ms": ConfigEntry(str(self.cluster.producer_memory_ms), True)}
             self.cluster.log(resource.name, 0)
             configs = self.cluster.topics[resource.name].configs
             return {"max.message.bytes": ConfigEntry("1048588", True),

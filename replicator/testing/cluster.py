@@ -92,7 +92,13 @@ class FakeCluster:
         # number as the first of a producer it knows nothing of; the retried first batch is then acknowledged
         # without an offset as a duplicate, never written (the long form of seed 381; confluent-kafka-go#921).
         self.first_batch_race: set[str] = set()
+        # Topics where the same race is run batch by batch (a producer's records of a partition queued between two
+        # of its polls are a batch), and the brokers forget a producer at once on a partition whose records written
+        # are older than ``producer_memory_ms`` (as at their next look): a batch of fewer than five records is
+        # overtaken by a later one queued behind it whenever they hold no state of the producer there.
+        self.batch_race: set[str] = set()
         self.producers_forgotten = 0  # how often the brokers dropped every producer's state: ``forget_producers``
+        self.producer_memory_ms = 86_400_000  # the brokers' producer.id.expiration.ms, as describe_configs says
         # (topic, partition) missing from the producers' metadata for a while: produce() refuses new records
         # for it and the queued ones fail with ``hidden_error``, unwritten (as librdkafka does: "Local: Unknown
         # partition", _DESTROY when the topic was deleted and its queued records purged, or the broker's

@@ -18,6 +18,8 @@ from replicator.testing.process import FakeProcess
 
 DEFAULT_MAX_MESSAGE_BYTES = 1_048_588  # the broker's default max.message.bytes
 DeliveryCallback = Callable[[KafkaError | None, FakeMessage], Any]
+# An idempotent librdkafka producer sends a partition's next batch only while fewer of its records are in flight.
+BATCH_BLOCKS = 5
 
 
 @dataclass(slots=True)
@@ -31,6 +33,7 @@ class Queued:
     headers: Headers
     timestamp: int
     callback: DeliveryCallback | None
+    batch: int = 0  # the producer's turn it was queued in: a partition's records of one turn are one batch
 
 
 class FakeProducer(FakeLogin):
@@ -49,6 +52,7 @@ class FakeProducer(FakeLogin):
         self.queue_full = 0  # produce() calls refused with BufferError
         # Partitions the cluster holds this producer's state of: each with the cluster's count of forgets then
         self.written_to: dict[tuple[str, int], int] = {}
+        self._turn = 0  # poll and flush calls so far: records queued between two are batched together
 
     def __len__(self) -> int:
         return len(self.queue)
@@ -70,7 +74,7 @@ class FakeProducer(FakeLogin):
             if partition >= len(known.logs) or (topic, partition) in self.cluster.hidden_partitions:
                 raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, "Local: Unknown partition"))
         self.queue.append(Queued(topic, partition, key, value, headers, timestamp,
-                                 on_delivery or callback or self.on_delivery))
+                                 on_delivery or callback or self.on_delivery, self._turn))
 
     def _next_partition(self, topic: Any) -> int:
         self._round = (self._round + 1) % len(topic.logs)
@@ -84,6 +88,7 @@ class FakeProducer(FakeLogin):
     def poll(self, timeout: float | None = None) -> int:
         """Serve delivery reports (all, or ``deliveries_per_poll`` of a slow cluster); returns how many."""
         self.process.checkpoint()
+        self._turn += 1
         served = self._report_purged()
         served += self._deliver(self.cluster.deliveries_per_poll)
         if not served and timeout:
@@ -93,6 +98,7 @@ class FakeProducer(FakeLogin):
     def flush(self, timeout: float | None = None) -> int:
         """Serve reports until the queue is empty or ``timeout`` passed; returns what is left."""
         deadline = time.monotonic() + (timeout if timeout is not None and timeout >= 0 else 3600)
+        self._turn += 1
         while self.queue and time.monotonic() < deadline:
             self.process.checkpoint()
             if not self._deliver(None):
@@ -134,7 +140,7 @@ class FakeProducer(FakeLogin):
                     offset = -1
                 else:
                     offset = self._write(item)
-                    self.written_to[(item.topic, item.partition)] = self.cluster.producers_forgotten
+                    self._remember(item)
                 error = None
             except KafkaException as exc:
                 offset, error = -1, exc.args[0]
@@ -152,15 +158,33 @@ class FakeProducer(FakeLogin):
             served += 1
         return served
 
-    def _loses_the_race(self, item: Queued) -> bool:
-        """``first_batch_race``: this producer's first record of a partition with more of it queued behind."""
+    def _remember(self, item: Queued) -> None:
+        """The cluster holds this producer's state of the record's partition now, unless (``batch_race``) the
+        record is older than its memory of producers, which then forgets it at once (as at its next look)."""
         key = (item.topic, item.partition)
-        if item.topic not in self.cluster.first_batch_race \
-                or self.written_to.get(key) == self.cluster.producers_forgotten:
+        memory = self.cluster.producer_memory_ms
+        if item.topic in self.cluster.batch_race and item.timestamp < time.time() * 1000 - memory:
+            self.written_to.pop(key, None)
+        else:
+            self.written_to[key] = self.cluster.producers_forgotten
+
+    def _loses_the_race(self, item: Queued) -> bool:
+        """``first_batch_race``: this producer's first record of a partition with more of it queued behind.
+        ``batch_race``: the first record of a batch of fewer than five (librdkafka sends a partition's next batch
+        only then) with a later batch of the partition queued, the cluster holding no state of the producer."""
+        key = (item.topic, item.partition)
+        race = self.cluster
+        if (item.topic not in race.first_batch_race and item.topic not in race.batch_race) \
+                or self.written_to.get(key) == race.producers_forgotten:
             return False
-        if not any((q.topic, q.partition) == key for q in list(self.queue)[1:]):
+        behind = [q for q in list(self.queue)[1:] if (q.topic, q.partition) == key]
+        if item.topic in race.batch_race:
+            same = sum(1 for q in behind if q.batch == item.batch) + 1
+            if same >= BATCH_BLOCKS or all(q.batch == item.batch for q in behind):
+                return False
+        elif not behind:
             return False
-        self.written_to[key] = self.cluster.producers_forgotten  # by the batch written in its place
+        self.written_to[key] = race.producers_forgotten  # by the batch written in its place
         return True
 
     def _write(self, item: Queued) -> int:

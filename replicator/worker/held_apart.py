@@ -49,6 +49,7 @@ LOOK_EVERY_S = 1.0  # between looks at the oldest record in flight of each parti
 # Records of a partition kept aside while its first is in flight (``InFlight.alone``) before its fetching pauses:
 # a target that acknowledges nothing would otherwise have every fetched record kept in memory.
 FIRST_ASIDE_MAX = 100
+FORGET_MARGIN_S = 3600.0  # a record this much younger than the target's memory of producers counts as forgotten
 
 
 class HeldApart(ClientEvents):
@@ -153,6 +154,14 @@ class HeldApart(ClientEvents):
             kept = self.held_back.pop(key, None)
             if kept:
                 self.backlog.extendleft(reversed(kept))
+
+    def _forgettable(self, message: Message) -> bool:
+        """A record so old that the target's brokers forget the producer writing it at their next look: its
+        timestamp, which the copy keeps, is ``timeouts.forgets`` old, less an hour (or half) for the clocks of
+        the source's producers (``InFlight.serial``)."""
+        kind, timestamp = message.timestamp()
+        forgets = self.timeouts.forgets
+        return bool(kind) and timestamp < (time.time() - forgets + min(FORGET_MARGIN_S, forgets / 2)) * 1000
 
     def _watch_quiet(self) -> None:
         """Every quarter of ``quiet`` s: partitions quiet that long go alone again (``InFlight.alone_when_quiet``)."""

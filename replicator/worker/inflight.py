@@ -24,7 +24,11 @@ an offset, though never written (the long form of seed 381; confluent-kafka-go#9
 worker copies such records again, so nothing is lost, but they would land after later ones.
 The broker also *forgets* a producer's state of a partition (``producer.id.expiration.ms`` after the
 timestamp of its last records there): a partition quiet for a while goes alone again
-(``alone_when_quiet``).
+(``alone_when_quiet``). Records older than that are forgotten as soon as they are written, so their
+partition copies them *serially* while few are in flight: librdkafka sends a partition's next batch
+while fewer than five records of it are in flight, and two batches in flight are what the race needs.
+Such a partition's records then wait aside until the target acknowledged every one in flight, and go
+together (``serial``, ``chunk``; see ``RouteWorker._drain``).
 """
 
 from __future__ import annotations
@@ -53,8 +57,10 @@ class InFlight:
         self.dirty: set[TP] = set()  # partitions whose commit position may have moved
         self.first_alone = first_alone  # an exactly-once worker's are not: its abort takes such records away
         self.alone: set[TP] = set()  # one record in flight until one is acknowledged with an offset
-        self.proven: list[TP] = []  # of those, acknowledged since the worker last looked
+        self.proven: list[TP] = []  # acknowledged since the worker last looked: what they kept aside goes
         self.quiet: dict[TP, tuple[int | None, float]] = {}  # the target end last seen, and since when
+        self.serial: set[TP] = set()  # records kept aside until every one in flight is acknowledged
+        self.chunk: set[TP] = set()  # partitions with nothing in flight when this turn began sending them
 
     def owns(self, key: TP) -> bool:
         """True while ``key`` is placed on this worker."""
@@ -65,6 +71,7 @@ class InFlight:
         self.ledgers[key] = PartitionLedger(placed)
         self.writers[key] = OffsetSyncWriter(*key)
         self.quiet.pop(key, None)
+        self.serial.discard(key)
         if self.first_alone:
             self.alone.add(key)
 
@@ -77,6 +84,7 @@ class InFlight:
             self.dirty.discard(key)
             self.alone.discard(key)
             self.quiet.pop(key, None)
+            self.serial.discard(key)
             if ledger is not None and len(ledger):
                 self.retired[key].append(ledger)
                 unsettled += len(ledger)
@@ -95,6 +103,7 @@ class InFlight:
         self.alone.clear()
         self.proven.clear()
         self.quiet.clear()
+        self.serial.clear()
         return unsettled
 
     def alone_when_quiet(self, now: float, after: float) -> list[TP]:
@@ -152,6 +161,9 @@ class InFlight:
         if key in self.alone:
             self.alone.discard(key)
             self.proven.append(key)
+        elif self.serial and key in self.serial and not len(ledger):
+            self.serial.discard(key)
+            self.proven.append(key)  # what it kept aside goes, together
         run = self.writers[key].observe(source_offset, target_offset)
         if run is not None:
             start = run.last

@@ -6,6 +6,7 @@ target can run transactions.
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from confluent_kafka import KafkaException
@@ -19,6 +20,9 @@ from replicator.kafka.clients import admin_settings
 from replicator.kafka.group_members import active_members
 from replicator.kafka.groups import list_groups
 from replicator.waiting import until_answers
+from replicator.worker.timeouts import WorkerTimeouts
+
+log = logging.getLogger(__name__)
 
 
 def wait_for_clusters(config: Config, route: RouteConfig, stop: threading.Event) -> bool:
@@ -81,6 +85,28 @@ def check_transactions(config: Config, route: RouteConfig, timeout: float = 5.0)
             f"transactions, which guarantee exactly-once needs: transaction.state.log.replication.factor={factor} "
             f"but it has {len(meta.brokers)} broker(s), so its transaction state log can never be created (set it "
             f"to at most {len(meta.brokers)} on the brokers, or add brokers)")
+
+
+PRODUCER_MEMORY = "producer.id.expiration.ms"
+
+
+def worker_timeouts(config: Config, route: RouteConfig, timeout: float = 5.0) -> WorkerTimeouts:
+    """The route's worker's timeouts, with how long the target's brokers remember a producer on a partition
+    after the timestamps of its last records there (``WorkerTimeouts.forgets``): their ``producer.id.expiration.ms``,
+    when they say (Kafka's default when they do not: DescribeConfigs refused, or no answer in time)."""
+    cluster = config.cluster(route.target)
+    try:
+        admin = admin_client(admin_settings(cluster.client_properties()))
+        meta = admin.list_topics(timeout=timeout)
+        broker = ConfigResource(ConfigResource.Type.BROKER, str(min(meta.brokers)))
+        entries = admin.describe_configs([broker], request_timeout=timeout)[broker].result(
+            timeout=timeout + ANSWER_GRACE_S)
+        value = str(entries[PRODUCER_MEMORY].value)
+        return WorkerTimeouts(forgets=int(value) / 1000)
+    except (KafkaException, TimeoutError, KeyError, ValueError) as exc:
+        log.info("the target's %s not read, taken as Kafka's default (%.0f s) route=%s error=%s", PRODUCER_MEMORY,
+                 WorkerTimeouts().forgets, route.name, exc)
+        return WorkerTimeouts()
 
 
 def check_one_guarantee(config: Config, route: RouteConfig) -> None:

@@ -46,7 +46,14 @@ from replicator.domain.withheld import AFTER_S as WITHHELD_AFTER_S
 from replicator.domain.withheld import HOLDER_SHARE, KeptWatch, ReleaseWatch, WithheldWatch
 from replicator.errors import ClusterError, MirrorFlowError
 from replicator.kafka import pausing
-from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, commit_interval, consumer_settings, producer_settings
+from replicator.kafka.clients import (
+    KAFKA_CLIENTS,
+    ClientFactory,
+    commit_interval,
+    consumer_settings,
+    producer_settings,
+    serial_below,
+)
 from replicator.worker import metrics
 from replicator.worker.assignment import Positioner
 from replicator.worker.client_events import NOT_THERE
@@ -106,6 +113,9 @@ class RouteWorker(HeldApart):
         self.loop_check = route.loop_check
         self.add_origin = route.policy != "prefix" and route.loop_check
         self.inflight = InFlight(first_alone=self.FIRST_ALONE)
+        # A partition with fewer records than this in flight may get a second batch in flight (librdkafka's rule for
+        # an idempotent producer): its records the target may forget go serially (``InFlight.serial``).
+        self.serial_below = serial_below(config, route) if self.FIRST_ALONE else 0
         self.commit_pace = CommitPace(commit_interval(config, route))
         self.unplaced: set[TP] = set()  # assigned, paused, not yet positioned
         self.replays: dict[TP, str] = {}  # records of these not written (why): copy again from the first of them
@@ -283,8 +293,10 @@ class RouteWorker(HeldApart):
 
     def _drain(self) -> None:
         """Send the backlog, oldest first, until it is empty or the queue is full (then pause). Records of
-        partitions held apart, or going alone, are kept aside (``held_apart``, ``InFlight.alone``)."""
-        limits, alone = self.ack_stalls.limits, self.inflight.alone
+        partitions held apart, going alone, or copying serially are kept aside (``held_apart``, ``InFlight``)."""
+        limits, alone, serial, chunk = self.ack_stalls.limits, self.inflight.alone, self.inflight.serial, \
+            self.inflight.chunk
+        chunk.clear()
         while self.backlog and self.failure is None:
             message = self.backlog[0]
             if message.error() is not None:
@@ -293,7 +305,12 @@ class RouteWorker(HeldApart):
                 if limits and key in limits and len(ledger) >= limits[key]:
                     self._keep_aside(self.backlog.popleft(), key)
                     continue
-                if alone and key in alone and len(ledger):
+                if not (n := len(ledger)):
+                    chunk.add(key)  # what this turn sends of it goes together
+                elif (alone and key in alone) or (key not in chunk and (
+                        key in serial or (n < self.serial_below and self._forgettable(message)))):
+                    if key not in alone:
+                        serial.add(key)
                     self._keep_aside(self.backlog.popleft(), key, FIRST_ASIDE_MAX)
                     continue
                 if ledger.repeats(offset_of(message)):

@@ -49,5 +49,9 @@ class WorkerTimeouts:
     # forget one a day after its last records' timestamps, so at their next look (every 10 minutes) when the
     # records copied are that old: a burst after a quiet minute pays one round trip.
     quiet: float = 60.0
+    # The target's brokers forget a producer on a partition once the timestamp of its last records there is this
+    # old (their ``producer.id.expiration.ms``, read by ``mirrorflow run``; Kafka's default a day). Older records
+    # are copied serially while few are in flight (``InFlight.serial``).
+    forgets: float = 86_400.0
     close: float = 10.0  # a client that stopped getting answers is given this long to close, then left behind
     outage_hold: float = HOLD_AFTER_S  # the source out of reach this long: copying held until the worker rejoins

@@ -26,7 +26,8 @@ def test_the_copy_loops_start_with_start_ups_heap_frozen(tmp_path: Path, monkeyp
     seen: dict[str, float] = {}
 
     class _Worker:
-        def __init__(self, config: object, route: object, store: object, worker_id: str | None = None) -> None:
+        def __init__(self, config: object, route: object, store: object, worker_id: str | None = None,
+                     timeouts: object = None) -> None:
             self.route = route
 
         def run(self, stop: threading.Event) -> None:
@@ -38,6 +39,7 @@ def test_the_copy_loops_start_with_start_ups_heap_frozen(tmp_path: Path, monkeyp
                       f"state: {{url: 'sqlite:///{tmp_path / 'state.db'}'}}\n")
     monkeypatch.setattr(run_cmd, "_start", lambda *_: _Store())
     monkeypatch.setattr(run_cmd, "worker_for", lambda _route: _Worker)
+    monkeypatch.setattr("replicator.worker.preflight.worker_timeouts", lambda *_: None)  # asks the target
     interval = sys.getswitchinterval()
     try:
         assert run_cmd.run_routes(argparse.Namespace(config=str(config), route=None, worker_id=None,

@@ -95,3 +95,19 @@ def test_every_client_of_a_worker_finds_a_restarted_broker_within_a_second_unles
                         "routes: [{name: r, source: a, target: b, topics: [t],"
                         " producer: {reconnect.backoff.max.ms: 5000}}]\n")
     assert producer_settings(slow, slow.routes[0])["reconnect.backoff.max.ms"] == "5000"
+
+
+def test_a_partition_goes_serially_below_as_many_records_in_flight_as_the_producer_pipelines() -> None:
+    """librdkafka's idempotent producer sends a partition's next batch while fewer of its records than
+    max.in.flight.requests.per.connection (5 at most) are in flight; at 1 it never does, and nothing need wait."""
+    from replicator.kafka.clients import serial_below
+
+    def route(producer: str) -> int:
+        config = parse_config("clusters: {a: {bootstrap.servers: 'h:1'}, b: {bootstrap.servers: 'h:2'}}\n"
+                              f"routes: [{{name: r, source: a, target: b, topics: [t]{producer}}}]\n")
+        return serial_below(config, config.routes[0])
+
+    assert route("") == 5
+    assert route(", producer: {max.in.flight.requests.per.connection: 1}") == 1
+    assert route(", producer: {max.in.flight: 3}") == 3
+    assert route(", producer: {max.in.flight.requests.per.connection: 100}") == 5

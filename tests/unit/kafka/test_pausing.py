@@ -29,9 +29,12 @@ class _Consumer:
 
 def _work_per_partition(seconds: float, partitions: int) -> int:
     """Steps of ``sum`` per partition for a pause of ``partitions`` to hold the GIL about ``seconds`` here."""
-    started = time.monotonic()
-    sum(range(2_000_000))
-    per_step = (time.monotonic() - started) / 2_000_000
+    took = []
+    for _ in range(3):  # the quickest: one taken while another process had the core would make the pause too short
+        started = time.monotonic()
+        sum(range(2_000_000))
+        took.append(time.monotonic() - started)
+    per_step = min(took) / 2_000_000
     return max(1, int(seconds / per_step / partitions))
 
 

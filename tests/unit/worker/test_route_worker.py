@@ -471,6 +471,53 @@ def test_a_partition_quiet_for_a_while_goes_alone_again_as_the_target_may_have_f
     assert committed(kafka) == {p: 200 for p in range(PARTITIONS)}
 
 
+def test_records_older_than_the_targets_memory_of_producers_go_serially_so_no_small_batch_is_overtaken(
+        kafka: FakeKafka) -> None:
+    """Found by the fault harness with records two days old (`bench/chaos.py --records-age 48`): the target's brokers
+    forget a producer on a partition as soon as the records it wrote there are older than producer.id.expiration.ms,
+    so every batch is a first one. A trickle's batches are small, librdkafka sends the next while one is in flight,
+    and when the target retried the first (a restart), the second was written before it: a record copied again
+    after later ones. Now such a partition's records wait aside while few are in flight, and go together."""
+    kafka["target"].batch_race.add(REPLICA)
+    produce(kafka["source"], 2)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the first records (each partition's first went alone)",
+               alive=(worker,))
+    kafka["target"].deliveries_per_poll = 0  # a target that answers nothing for now: batches queue up
+    consumer = worker.worker.consumer
+    for n in range(2, 12, 2):  # a trickle of records of 1970: two per partition a turn, each turn a batch
+        produce(kafka["source"], 2, start=n)
+        wait_until(lambda n=n: all(consumer.positions.get((TOPIC, p)) == n + 2 for p in range(PARTITIONS)),  # type: ignore[attr-defined]
+                   what=f"records {n}-{n + 1} fetched", alive=(worker,))
+    kafka["target"].deliveries_per_poll = None
+    produce(kafka["source"], 88, start=12)
+    wait_until(lambda: all_copied(kafka), what="the copy", alive=(worker,))
+    assert worker.finish() is None
+    for p in range(PARTITIONS):
+        assert [r.value for r in kafka["target"].records(REPLICA, p)] == source_values(kafka, p), f"partition {p}"
+    assert committed(kafka) == {p: 100 for p in range(PARTITIONS)}
+
+
+def test_new_records_of_a_trickle_are_not_kept_aside_while_others_are_in_flight(kafka: FakeKafka) -> None:
+    """What the target remembers a producer for needs no waiting: a record of now goes to the producer while
+    records before it are in flight (a round trip each would be the latency of every trickle)."""
+    produce(kafka["source"], 2)
+    worker = WorkerThread(kafka, "a", route_config(kafka))
+    wait_until(lambda: all_copied(kafka), what="the first records", alive=(worker,))
+    kafka["target"].deliveries_per_poll = 0
+    now = int(time.time() * 1000)
+    for n in range(2, 6):
+        for p in range(PARTITIONS):
+            kafka["source"].append(TOPIC, p, f"k{n}".encode(), f"p{p}-{n}".encode(), [("h", b"x")], now)
+        wait_until(lambda n=n: all(worker.worker.inflight.ledgers[(TOPIC, p)].expected == n + 1
+                                   for p in range(PARTITIONS)), what=f"record {n} handed over", alive=(worker,))
+    assert not worker.worker.held_back and not worker.worker.inflight.serial
+    kafka["target"].deliveries_per_poll = None
+    wait_until(lambda: all_copied(kafka), what="the copy", alive=(worker,))
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
+
+
 def test_records_kept_aside_behind_a_first_record_the_target_does_not_acknowledge_stop_its_fetching(
         kafka: FakeKafka) -> None:
     """Kept in memory while a partition's first record waits; a target that acknowledges nothing would have

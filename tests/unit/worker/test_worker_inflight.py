@@ -234,6 +234,22 @@ def test_a_partition_with_nothing_in_flight_and_no_acknowledgement_for_a_while_g
     assert inflight.quiet == {}
 
 
+def test_a_partition_copying_serially_lets_what_it_kept_go_once_nothing_of_it_is_in_flight() -> None:
+    inflight = run([("open", A), ("produce", A, [0])])
+    report(inflight, A, 0)
+    inflight.proven.clear()  # A went alone first
+    inflight.produced(A, 1)
+    inflight.produced(A, 2)
+    inflight.serial.add(A)  # the worker kept its next records aside
+    report(inflight, A, 1)
+    assert inflight.proven == [] and inflight.serial == {A}  # one still in flight
+    report(inflight, A, 2)
+    assert inflight.proven == [A] and inflight.serial == set()
+    inflight.serial.add(A)
+    inflight.close([A])
+    assert inflight.serial == set()
+
+
 def test_an_exactly_once_workers_partitions_never_go_alone() -> None:
     inflight = InFlight(first_alone=False)
     inflight.open(A)

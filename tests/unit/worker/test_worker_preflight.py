@@ -39,3 +39,32 @@ def test_a_stop_that_came_first_starts_nothing() -> None:
     began = time.monotonic()
     assert wait_for_clusters(cfg, cfg.routes[0], stop) is False
     assert time.monotonic() - began < 1.0  # no cluster was asked (each question waits up to 5 s)
+
+
+def test_the_worker_learns_how_long_the_target_remembers_a_producer_or_takes_kafkas_default(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Records older than the target's producer.id.expiration.ms are copied serially: the worker must know it."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from replicator.testing import FakeKafka
+    from replicator.testing.admin import FakeAdmin
+    from replicator.worker import preflight
+
+    kafka = FakeKafka("source", "target")
+    config = parse_config(kafka.config_yaml("  - {name: r, source: source, target: target, topics: [orders]}\n"))
+    kafka["target"].producer_memory_ms = 3_600_000
+    admins: list[FakeAdmin] = []
+
+    def admin(settings: dict[str, object]) -> FakeAdmin:
+        admins.append(FakeAdmin(dict(settings), kafka["target"]))
+        return admins[-1]
+    monkeypatch.setattr(preflight, "admin_client", admin)
+    assert preflight.worker_timeouts(config, config.routes[0]).forgets == 3_600.0
+    admins.clear()
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise KafkaException(KafkaError(KafkaError.CLUSTER_AUTHORIZATION_FAILED))
+    monkeypatch.setattr(FakeAdmin, "describe_configs", refused)
+    caplog.set_level("INFO", logger="replicator.worker.preflight")
+    assert preflight.worker_timeouts(config, config.routes[0]).forgets == 86_400.0
+    assert "producer.id.expiration.ms not read, taken as Kafka's default (86400 s) route=r" in caplog.text
