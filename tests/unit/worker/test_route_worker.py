@@ -34,6 +34,13 @@ def source_values(kafka: FakeKafka, partition: int) -> list[bytes | None]:
     return [r.value for r in kafka["source"].records(TOPIC, partition)]
 
 
+def assert_copied_once_in_order(kafka: FakeKafka, committed_at: int) -> None:
+    """Every partition's replica is its source, record for record, and the group committed ``committed_at``."""
+    for p in range(PARTITIONS):
+        assert [r.value for r in kafka["target"].records(REPLICA, p)] == source_values(kafka, p), f"partition {p}"
+    assert committed(kafka) == {p: committed_at for p in range(PARTITIONS)}
+
+
 def first_copies(kafka: FakeKafka, partition: int) -> list[bytes | None]:
     """The replica's records in order of first arrival (a repeat is a duplicate, not a loss)."""
     seen: dict[bytes | None, None] = {}
@@ -443,9 +450,7 @@ def test_a_partitions_first_record_goes_alone_so_a_batch_written_before_it_canno
     worker = WorkerThread(kafka, "a", route_config(kafka))
     wait_until(lambda: all_copied(kafka), what="the copy", alive=(worker,))
     assert worker.finish() is None
-    for p in range(PARTITIONS):
-        assert [r.value for r in kafka["target"].records(REPLICA, p)] == source_values(kafka, p), f"partition {p}"
-    assert committed(kafka) == {p: 100 for p in range(PARTITIONS)}
+    assert_copied_once_in_order(kafka, committed_at=100)
 
 
 def test_a_partition_quiet_for_a_while_goes_alone_again_as_the_target_may_have_forgotten_its_producer(
@@ -466,9 +471,7 @@ def test_a_partition_quiet_for_a_while_goes_alone_again_as_the_target_may_have_f
     produce(kafka["source"], 100, start=100)
     wait_until(lambda: all_copied(kafka), what="the copy after the target forgot", alive=(worker,))
     assert worker.finish() is None
-    for p in range(PARTITIONS):
-        assert [r.value for r in kafka["target"].records(REPLICA, p)] == source_values(kafka, p), f"partition {p}"
-    assert committed(kafka) == {p: 200 for p in range(PARTITIONS)}
+    assert_copied_once_in_order(kafka, committed_at=200)
 
 
 def test_records_older_than_the_targets_memory_of_producers_go_serially_so_no_small_batch_is_overtaken(
@@ -493,9 +496,7 @@ def test_records_older_than_the_targets_memory_of_producers_go_serially_so_no_sm
     produce(kafka["source"], 88, start=12)
     wait_until(lambda: all_copied(kafka), what="the copy", alive=(worker,))
     assert worker.finish() is None
-    for p in range(PARTITIONS):
-        assert [r.value for r in kafka["target"].records(REPLICA, p)] == source_values(kafka, p), f"partition {p}"
-    assert committed(kafka) == {p: 100 for p in range(PARTITIONS)}
+    assert_copied_once_in_order(kafka, committed_at=100)
 
 
 def test_new_records_of_a_trickle_are_not_kept_aside_while_others_are_in_flight(kafka: FakeKafka) -> None:
