@@ -12,11 +12,14 @@ from tests.kafka_io import Rec
 BASE_TS = int(time.time() * 1000) - 86_400_000  # recent: older records fall to retention (7 days)
 
 
-def make_records(partitions: int, per_partition: int, tag: str) -> list[Rec]:
-    """Keys (some null), values (some tombstones, binary), headers (some none), CreateTimes."""
+def make_records(partitions: int, per_partition: int, tag: str, recent: bool = False) -> list[Rec]:
+    """Keys (some null), values (some tombstones, binary), headers (some none), CreateTimes: a day to 28 hours back
+    (older than the target remembers a producer for: their partitions copy serially while few of their records are
+    in flight), or ``recent``, within the last 3 hours (not)."""
     out = []
     # Same n, other tag: another record. Earlier, never later: brokers refuse the future.
-    tag_ts = BASE_TS - zlib.crc32(tag.encode()) % 1000 * 100_000
+    base_ts, step = (int(time.time() * 1000) - 60_000, 10_000) if recent else (BASE_TS, 100_000)
+    tag_ts = base_ts - zlib.crc32(tag.encode()) % 1000 * step
     for n in range(per_partition):
         for p in range(partitions):
             headers = ((("seq", str(n).encode()), ("tag", tag.encode()), ("nul", None)) if n % 3 else ())
