@@ -78,7 +78,8 @@ def test_topic_recreated_while_replicating(primary, backup, unique_name, tmp_pat
     produce(primary.bootstrap_servers, topic, second)
     _assert_both_generations(primary, backup, topic, first, second, window_copies_allowed=True)
     assert worker.process.poll() is None
-    assert "deleted and created again" in worker.output()
+    # Said at the worker's next look at the topics' ids, which may come after the copy (CI: the markers first)
+    wait_until(lambda: "deleted and created again" in worker.output(), 30, "the recreation to be reported")
 
 
 def test_offset_of_the_deleted_topic_is_not_reused(primary, backup, unique_name, tmp_path, workers) -> None:  # type: ignore[no-untyped-def]
