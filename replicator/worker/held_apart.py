@@ -30,6 +30,7 @@ from confluent_kafka import KafkaException, Message, Producer, TopicPartition
 from replicator.domain.ack_stalls import nodes_apart
 from replicator.domain.change_digest import Digest
 from replicator.domain.partition_state import PartitionState
+from replicator.domain.producer_memory import forgettable
 from replicator.errors import ClusterError
 from replicator.kafka import pausing
 from replicator.logs import listed
@@ -49,7 +50,6 @@ LOOK_EVERY_S = 1.0  # between looks at the oldest record in flight of each parti
 # Records of a partition kept aside while its first is in flight (``InFlight.alone``) before its fetching pauses:
 # a target that acknowledges nothing would otherwise have every fetched record kept in memory.
 FIRST_ASIDE_MAX = 100
-FORGET_MARGIN_S = 3600.0  # a record this much younger than the target's memory of producers counts as forgotten
 
 
 class HeldApart(ClientEvents):
@@ -160,8 +160,7 @@ class HeldApart(ClientEvents):
         timestamp, which the copy keeps, is ``timeouts.forgets`` old, less an hour (or half) for the clocks of
         the source's producers (``InFlight.serial``)."""
         kind, timestamp = message.timestamp()
-        forgets = self.timeouts.forgets
-        return bool(kind) and timestamp < (time.time() - forgets + min(FORGET_MARGIN_S, forgets / 2)) * 1000
+        return bool(kind) and forgettable(timestamp, time.time(), self.timeouts.forgets)
 
     def _watch_quiet(self) -> None:
         """Every quarter of ``quiet`` s: partitions quiet that long go alone again (``InFlight.alone_when_quiet``)."""

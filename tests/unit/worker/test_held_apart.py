@@ -115,24 +115,3 @@ def test_a_whole_target_away_is_waited_for_without_replacing_the_producer() -> N
             assert [r.value for r in kafka["target"].records("source.orders", p)] == _source(kafka, p)
     finally:
         assert worker.finish() is None
-
-
-@pytest.mark.parametrize(("forgets_s", "age_s", "forgotten"), [
-    (86_400.0, 23.5 * 3600, True),  # within the hour's margin for clocks of a day's memory
-    (86_400.0, 22.5 * 3600, False),
-    (86_400.0, 60.0, False),
-    (600.0, 301.0, True),  # a short memory: half of it is the margin
-    (600.0, 299.0, False),
-])
-def test_a_record_counts_as_forgotten_once_its_timestamp_is_nearly_as_old_as_the_targets_memory(
-        forgets_s: float, age_s: float, forgotten: bool) -> None:
-    import time
-    from types import SimpleNamespace
-
-    from replicator.testing.message import FakeMessage
-    from replicator.worker.held_apart import HeldApart
-    from replicator.worker.timeouts import WorkerTimeouts
-
-    worker = SimpleNamespace(timeouts=WorkerTimeouts(forgets=forgets_s))
-    record = FakeMessage("t", 0, 0, None, b"v", None, int((time.time() - age_s) * 1000))
-    assert HeldApart._forgettable(worker, record) is forgotten  # type: ignore[arg-type]
