@@ -28,7 +28,7 @@ timestamp of its last records there): a partition quiet for a while goes alone a
 partition copies them *serially* while few are in flight: librdkafka sends a partition's next batch
 while fewer than five records of it are in flight, and two batches in flight are what the race needs.
 Such a partition's records then wait aside until the target acknowledged every one in flight, and go
-together (``serial``, ``chunk``; see ``RouteWorker._drain``).
+together (``serial``; see ``RouteWorker._drain``).
 """
 
 from __future__ import annotations
@@ -60,7 +60,6 @@ class InFlight:
         self.proven: list[TP] = []  # acknowledged since the worker last looked: what they kept aside goes
         self.quiet: dict[TP, tuple[int | None, float]] = {}  # the target end last seen, and since when
         self.serial: set[TP] = set()  # records kept aside until every one in flight is acknowledged
-        self.chunk: set[TP] = set()  # partitions with nothing in flight when this turn began sending them
 
     def owns(self, key: TP) -> bool:
         """True while ``key`` is placed on this worker."""

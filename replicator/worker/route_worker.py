@@ -294,9 +294,8 @@ class RouteWorker(HeldApart):
     def _drain(self) -> None:
         """Send the backlog, oldest first, until it is empty or the queue is full (then pause). Records of
         partitions held apart, going alone, or copying serially are kept aside (``held_apart``, ``InFlight``)."""
-        limits, alone, serial, chunk = self.ack_stalls.limits, self.inflight.alone, self.inflight.serial, \
-            self.inflight.chunk
-        chunk.clear()
+        limits, alone, serial = self.ack_stalls.limits, self.inflight.alone, self.inflight.serial
+        chunk: set[TP] = set()  # partitions with nothing in flight when this turn began sending them
         while self.backlog and self.failure is None:
             message = self.backlog[0]
             if message.error() is not None:
