@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from replicator.config import Config, RouteConfig
     from replicator.state.store import StateStore
     from replicator.worker.route_worker import RouteWorker
+    from replicator.worker.timeouts import WorkerTimeouts
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +51,10 @@ def run_routes(args: argparse.Namespace) -> int:
         raise ConfigError("the config has no routes to run")
     share_the_gil_finely()
     stop = threading.Event()
-    store = _start(config, routes, stop)
-    if store is None:
-        return 0  # stopped while the state database was away: nothing started
+    started = _start(config, routes, stop)
+    if started is None:
+        return 0  # stopped while the state database or a cluster was away: nothing started
+    store, timeouts = started
     if args.metrics_port:
         metrics.serve(args.metrics_port)
     errors: list[BaseException] = []
@@ -66,10 +68,7 @@ def run_routes(args: argparse.Namespace) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    from replicator.worker.preflight import worker_timeouts
-
-    workers = [worker_for(r)(config, r, store, worker_id=worker_id, timeouts=worker_timeouts(config, r))
-               for r in routes]
+    workers = [worker_for(r)(config, r, store, worker_id=worker_id, timeouts=timeouts[r.name]) for r in routes]
     freeze_startup_heap()  # after the last of start-up's imports and objects, before any copy
     threads = [threading.Thread(target=work, args=(worker,), name=f"route-{worker.route.name}") for worker in workers]
     for thread in threads:
@@ -91,20 +90,23 @@ def worker_for(route: RouteConfig) -> type[RouteWorker]:
     return ExactlyOnceWorker if route.guarantee == "exactly-once" else RouteWorker
 
 
-def _start(config: Config, routes: list[RouteConfig], stop: threading.Event) -> StateStore | None:
-    """The state DB first, then each route's clusters, each waited for while it does not answer; None when a
-    stop signal came meanwhile (nothing started)."""
+def _start(config: Config, routes: list[RouteConfig],
+           stop: threading.Event) -> tuple[StateStore, dict[str, WorkerTimeouts]] | None:
+    """The state DB first, then each route's clusters, each waited for while it does not answer: the store and
+    each route's worker's timeouts (read from its target); None when a stop signal came meanwhile (nothing
+    started)."""
     from replicator.worker.startup import open_state
 
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    timeouts = None
     try:
         store = open_state(config, routes, stop)  # migrated once, before the threads share it
-        if store is not None and not _clusters_answer(config, routes, store, stop):
-            store = None
+        if store is not None:
+            timeouts = _clusters_answer(config, routes, store, stop)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    if store is None:
+    if store is None or timeouts is None:
         log.warning("stopped before starting: a stop came while the state database or a cluster did not answer "
                     "routes=%s", ",".join(r.name for r in routes))
         return None
@@ -115,21 +117,29 @@ def _start(config: Config, routes: list[RouteConfig], stop: threading.Event) -> 
             f"source {redact(config.cluster(route.source).properties)}, "
             f"target {redact(config.cluster(route.target).properties)}\n"
         )
-    return store
+    return store, timeouts
 
 
-def _clusters_answer(config: Config, routes: list[RouteConfig], store: StateStore, stop: threading.Event) -> bool:
-    """True once every route's clusters answered; the store is closed when not (or on an error)."""
+def _clusters_answer(config: Config, routes: list[RouteConfig], store: StateStore,
+                     stop: threading.Event) -> dict[str, WorkerTimeouts] | None:
+    """Each route's worker's timeouts once every route's clusters answered; None (the store closed) when a stop
+    came first, and the store closed on an error."""
     from replicator.worker.preflight import wait_for_clusters
 
+    timeouts: dict[str, WorkerTimeouts] = {}
     try:
-        if all(wait_for_clusters(config, route, stop) for route in routes):
-            return True
+        for route in routes:
+            answered = wait_for_clusters(config, route, stop)
+            if answered is None:
+                break
+            timeouts[route.name] = answered
+        else:
+            return timeouts
     except BaseException:
         store.close()
         raise
     store.close()
-    return False
+    return None
 
 
 def as_route_failure(exc: BaseException) -> BaseException:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import ConfigResource
@@ -25,19 +27,20 @@ from replicator.worker.timeouts import WorkerTimeouts
 log = logging.getLogger(__name__)
 
 
-def wait_for_clusters(config: Config, route: RouteConfig, stop: threading.Event) -> bool:
+def wait_for_clusters(config: Config, route: RouteConfig, stop: threading.Event) -> WorkerTimeouts | None:
     """``check_clusters`` until both clusters answer (a cluster restarting or cut off is waited for, a
-    refused login or bad config is raised at once); False when ``stop`` came first."""
+    refused login or bad config is raised at once): the route's worker's timeouts; None when ``stop`` came
+    first."""
     where = (f"source={config.cluster(route.source).bootstrap_servers} "
              f"target={config.cluster(route.target).bootstrap_servers}")
-    ids = until_answers(lambda: check_clusters(config, route), stop, what=f"a cluster of route {route.name}",
-                        where=where, routes=[route.name])
-    return ids is not None
+    return until_answers(lambda: check_clusters(config, route), stop, what=f"a cluster of route {route.name}",
+                         where=where, routes=[route.name])
 
 
-def check_clusters(config: Config, route: RouteConfig, timeout: float = 5.0) -> dict[str, str | None]:
-    """Both clusters' ids; a clear error (no secrets) when a cluster does not answer (``retriable``), refuses
-    us, or the route would loop on itself."""
+def check_clusters(config: Config, route: RouteConfig, timeout: float = 5.0) -> WorkerTimeouts:
+    """The route's worker's timeouts, read from the target (``worker_timeouts``) once both clusters answered; a
+    clear error (no secrets) when a cluster does not answer (``retriable``), refuses us, or the route would loop
+    on itself."""
     ids: dict[str, str | None] = {}
     for side in ("source", "target"):
         name = getattr(route, side)
@@ -47,66 +50,80 @@ def check_clusters(config: Config, route: RouteConfig, timeout: float = 5.0) -> 
             raise ClusterError(f"route {route.name}: {side} cluster {name!r} "
                                f"({config.cluster(name).bootstrap_servers}): {exc}", retriable=exc.retriable) from None
         ids[side] = meta.cluster_id
+    target = read_target(config, route, timeout)
     if route.guarantee == "exactly-once":
-        check_transactions(config, route, timeout)
+        check_transactions(config, route, target)
     check_one_guarantee(config, route)
     if ids["source"] == ids["target"] and route.policy == "identity":
         raise ConfigError(
             f"route {route.name}: source {route.source!r} and target {route.target!r} are the same cluster "
             f"(id {ids['source']}); with policy identity it would copy every topic onto itself"
         )
-    return ids
+    return worker_timeouts(route, target)
 
 
 TRANSACTION_LOG = "__transaction_state"
+PRODUCER_MEMORY = "producer.id.expiration.ms"
 
 
-def check_transactions(config: Config, route: RouteConfig, timeout: float = 5.0) -> None:
+@dataclass(frozen=True)
+class Target:
+    """What the route's start needs of its target, in one read: how many brokers it has, whether its
+    transaction state log exists, and the settings of one of its brokers (empty, with ``unread`` saying why,
+    when the brokers refused them or did not answer)."""
+
+    brokers: int = 0
+    transaction_log: bool = False
+    settings: Mapping[str, str] = field(default_factory=dict)
+    unread: str | None = None
+
+
+def read_target(config: Config, route: RouteConfig, timeout: float = 5.0) -> Target:
+    """The route's target as ``Target`` says: its metadata, and the configs of its broker of the lowest id."""
+    try:
+        admin = admin_client(admin_settings(config.cluster(route.target).client_properties()))
+        meta = admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        return Target(unread=str(exc))
+    brokers, transaction_log = len(meta.brokers), TRANSACTION_LOG in meta.topics
+    if not meta.brokers:
+        return Target(brokers, transaction_log, unread="no broker in the metadata")
+    broker = ConfigResource(ConfigResource.Type.BROKER, str(min(meta.brokers)))
+    try:
+        entries = admin.describe_configs([broker], request_timeout=timeout)[broker].result(
+            timeout=timeout + ANSWER_GRACE_S)
+    except (KafkaException, TimeoutError) as exc:
+        return Target(brokers, transaction_log, unread=str(exc) or type(exc).__name__)
+    return Target(brokers, transaction_log, {name: str(entry.value) for name, entry in entries.items()})
+
+
+def check_transactions(config: Config, route: RouteConfig, target: Target) -> None:
     """ConfigError when the target plainly cannot run transactions: its transaction state log does not exist
     yet and needs more replicas than the cluster has brokers (the log is created at the first transaction, and
     never could be). What the brokers do not let us read (configs refused) is left to the worker's start of
     transactions, which names what it meets."""
-    cluster = config.cluster(route.target)
-    admin = admin_client(admin_settings(cluster.client_properties()))
-    try:
-        meta = admin.list_topics(timeout=timeout)
-        if TRANSACTION_LOG in meta.topics or not meta.brokers:
-            return
-        broker = ConfigResource(ConfigResource.Type.BROKER, str(min(meta.brokers)))
-        asked = admin.describe_configs([broker], request_timeout=timeout)[broker]
-        entries = asked.result(timeout=timeout + ANSWER_GRACE_S)
-    except (KafkaException, TimeoutError):
+    if target.transaction_log or not target.brokers:
         return
-    entry = entries.get("transaction.state.log.replication.factor")
-    factor = int(entry.value) if entry is not None and str(entry.value).isdigit() else 0
-    if factor > len(meta.brokers):
+    value = target.settings.get("transaction.state.log.replication.factor", "")
+    factor = int(value) if value.isdigit() else 0
+    if factor > target.brokers:
         raise ConfigError(
-            f"route {route.name}: target cluster {route.target!r} ({cluster.bootstrap_servers}) cannot run "
-            f"transactions, which guarantee exactly-once needs: transaction.state.log.replication.factor={factor} "
-            f"but it has {len(meta.brokers)} broker(s), so its transaction state log can never be created (set it "
-            f"to at most {len(meta.brokers)} on the brokers, or add brokers)")
+            f"route {route.name}: target cluster {route.target!r} ({config.cluster(route.target).bootstrap_servers}) "
+            f"cannot run transactions, which guarantee exactly-once needs: transaction.state.log.replication.factor="
+            f"{factor} but it has {target.brokers} broker(s), so its transaction state log can never be created (set "
+            f"it to at most {target.brokers} on the brokers, or add brokers)")
 
 
-PRODUCER_MEMORY = "producer.id.expiration.ms"
-
-
-def worker_timeouts(config: Config, route: RouteConfig, timeout: float = 5.0) -> WorkerTimeouts:
+def worker_timeouts(route: RouteConfig, target: Target) -> WorkerTimeouts:
     """The route's worker's timeouts, with how long the target's brokers remember a producer on a partition
     after the timestamps of its last records there (``WorkerTimeouts.forgets``): their ``producer.id.expiration.ms``,
     when they say (Kafka's default when they do not: DescribeConfigs refused, or no answer in time)."""
-    cluster = config.cluster(route.target)
-    try:
-        admin = admin_client(admin_settings(cluster.client_properties()))
-        meta = admin.list_topics(timeout=timeout)
-        broker = ConfigResource(ConfigResource.Type.BROKER, str(min(meta.brokers)))
-        entries = admin.describe_configs([broker], request_timeout=timeout)[broker].result(
-            timeout=timeout + ANSWER_GRACE_S)
-        value = str(entries[PRODUCER_MEMORY].value)
+    value = target.settings.get(PRODUCER_MEMORY, "")
+    if value.isdigit():
         return WorkerTimeouts(forgets=int(value) / 1000)
-    except (KafkaException, TimeoutError, KeyError, ValueError) as exc:
-        log.info("the target's %s not read, taken as Kafka's default (%.0f s) route=%s error=%s", PRODUCER_MEMORY,
-                 WorkerTimeouts().forgets, route.name, exc)
-        return WorkerTimeouts()
+    log.info("the target's %s not read, taken as Kafka's default (%.0f s) route=%s error=%s", PRODUCER_MEMORY,
+             WorkerTimeouts().forgets, route.name, target.unread or "not among the broker's settings")
+    return WorkerTimeouts()
 
 
 def check_one_guarantee(config: Config, route: RouteConfig) -> None:

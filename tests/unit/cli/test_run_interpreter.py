@@ -37,9 +37,8 @@ def test_the_copy_loops_start_with_start_ups_heap_frozen(tmp_path: Path, monkeyp
     config.write_text("clusters:\n  a: {bootstrap.servers: '127.0.0.1:1'}\n  b: {bootstrap.servers: '127.0.0.1:2'}\n"
                       "routes: [{name: r, source: a, target: b, topics: [t]}]\n"
                       f"state: {{url: 'sqlite:///{tmp_path / 'state.db'}'}}\n")
-    monkeypatch.setattr(run_cmd, "_start", lambda *_: _Store())
+    monkeypatch.setattr(run_cmd, "_start", lambda *_: (_Store(), {"r": None}))
     monkeypatch.setattr(run_cmd, "worker_for", lambda _route: _Worker)
-    monkeypatch.setattr("replicator.worker.preflight.worker_timeouts", lambda *_: None)  # asks the target
     interval = sys.getswitchinterval()
     try:
         assert run_cmd.run_routes(argparse.Namespace(config=str(config), route=None, worker_id=None,

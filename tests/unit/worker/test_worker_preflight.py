@@ -37,13 +37,14 @@ def test_a_stop_that_came_first_starts_nothing() -> None:
     stop = threading.Event()
     stop.set()
     began = time.monotonic()
-    assert wait_for_clusters(cfg, cfg.routes[0], stop) is False
+    assert wait_for_clusters(cfg, cfg.routes[0], stop) is None
     assert time.monotonic() - began < 1.0  # no cluster was asked (each question waits up to 5 s)
 
 
 def test_the_worker_learns_how_long_the_target_remembers_a_producer_or_takes_kafkas_default(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    """Records older than the target's producer.id.expiration.ms are copied serially: the worker must know it."""
+    """Records older than the target's producer.id.expiration.ms are copied serially: the worker must know it,
+    from the one read of the target at start that also tells whether it can run transactions."""
     from confluent_kafka import KafkaError, KafkaException
 
     from replicator.testing import FakeKafka
@@ -59,12 +60,16 @@ def test_the_worker_learns_how_long_the_target_remembers_a_producer_or_takes_kaf
         admins.append(FakeAdmin(dict(settings), kafka["target"]))
         return admins[-1]
     monkeypatch.setattr(preflight, "admin_client", admin)
-    assert preflight.worker_timeouts(config, config.routes[0]).forgets == 3_600.0
-    admins.clear()
+    target = preflight.read_target(config, config.routes[0])
+    assert (target.brokers, target.unread) == (1, None) and len(admins) == 1
+    assert preflight.worker_timeouts(config.routes[0], target).forgets == 3_600.0
 
     def refused(*args: object, **kwargs: object) -> None:
         raise KafkaException(KafkaError(KafkaError.CLUSTER_AUTHORIZATION_FAILED))
     monkeypatch.setattr(FakeAdmin, "describe_configs", refused)
     caplog.set_level("INFO", logger="replicator.worker.preflight")
-    assert preflight.worker_timeouts(config, config.routes[0]).forgets == 86_400.0
+    target = preflight.read_target(config, config.routes[0])
+    assert target.brokers == 1 and not target.settings
+    assert preflight.worker_timeouts(config.routes[0], target).forgets == 86_400.0
     assert "producer.id.expiration.ms not read, taken as Kafka's default (86400 s) route=r" in caplog.text
+    assert "CLUSTER_AUTHORIZATION_FAILED" in caplog.text
