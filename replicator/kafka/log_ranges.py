@@ -29,13 +29,36 @@ EARLIEST = cast(Callable[[], OffsetSpec], OffsetSpec.earliest)()
 LATEST = cast(Callable[[], OffsetSpec], OffsetSpec.latest)()
 
 
-def _asked(admin: AdminClient, partitions: Sequence[Partition], spec: OffsetSpec, timeout: float,
-           stable: bool = False) -> dict[Partition, Future[Any]]:
-    """Send one ListOffsets of ``spec`` for all ``partitions`` (to each leader); each partition's answer to come."""
+# Answers that mean the client's metadata names an old leader: it is renewed and the partitions asked once more.
+STALE_LEADER = frozenset({"FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "NOT_LEADER_OR_FOLLOWER"})
+
+
+def _send(admin: AdminClient, partitions: Sequence[Partition], spec: OffsetSpec, timeout: float,
+          stable: bool) -> dict[Partition, Future[Any]]:
     isolation = IsolationLevel.READ_COMMITTED if stable else IsolationLevel.READ_UNCOMMITTED
     asked = dict.fromkeys((TopicPartition(t, p) for t, p in partitions), spec)
     listed = admin.list_offsets(asked, isolation_level=isolation, request_timeout=timeout)
     return {(tp.topic, tp.partition): future for tp, future in listed.items()}
+
+
+def _asked(admin: AdminClient, partitions: Sequence[Partition], specs: Sequence[OffsetSpec], timeout: float,
+           stable: bool = False) -> list[dict[Partition, Future[Any]]]:
+    """One ListOffsets of each of ``specs`` for all ``partitions`` (to each leader), all in flight at once; each
+    partition's answers. librdkafka's admin client sends the leader epoch its metadata holds and, answered
+    FENCED_LEADER_EPOCH once the leader moved or its node restarted, fails the partition without renewing its
+    metadata, at every later request of the client too: such partitions are asked again once after the client's
+    metadata is renewed (a failover's fence watch read the same ends before and after a leader election)."""
+    answers = [_send(admin, partitions, spec, timeout, stable) for spec in specs]
+    stale = sorted({key for answer in answers for key, future in answer.items()
+                    if error_name(future.exception(timeout=timeout + 5) or Exception()) in STALE_LEADER})
+    if stale:
+        try:
+            admin.list_topics(timeout=timeout)
+        except KafkaException:
+            return answers  # the stale answers stand: the caller's error names them
+        for answer, spec in zip(answers, specs, strict=True):
+            answer.update(_send(admin, stale, spec, timeout, stable))
+    return answers
 
 
 def watermarks(admin: AdminClient, partitions: Sequence[Partition],
@@ -47,7 +70,7 @@ def watermarks(admin: AdminClient, partitions: Sequence[Partition],
     for a log that ended before the committed offset, and copied the partition again from its start."""
     if not partitions:
         return {}
-    starts, ends_ = _asked(admin, partitions, EARLIEST, timeout), _asked(admin, partitions, LATEST, timeout)
+    starts, ends_ = _asked(admin, partitions, (EARLIEST, LATEST), timeout)
     marks = {key: (starts[key].result(timeout=timeout + 5).offset, ends_[key].result(timeout=timeout + 5).offset)
              for key in partitions}
     unknown = [f"{topic}[{partition}]" for (topic, partition), (low, high) in marks.items() if low < 0 or high < 0]
@@ -64,7 +87,7 @@ def ends(admin: AdminClient, cluster: str, partitions: Sequence[Partition],
     if not partitions:
         return {}
     out: dict[Partition, int] = {}
-    for (topic, partition), future in _asked(admin, partitions, LATEST, TIMEOUT_S, stable).items():
+    for (topic, partition), future in _asked(admin, partitions, (LATEST,), TIMEOUT_S, stable)[0].items():
         try:
             end = future.result(timeout=TIMEOUT_S + 5).offset
         except KafkaException as exc:

@@ -95,6 +95,10 @@ class FakeAdmin(FakeLogin):
         # No answer from its cluster any more, though the cluster answers other clients (seen in CI: a worker's
         # look failed for 90 s after two source restarts while the other worker's looked on).
         self.deaf = False
+        # The leader epochs this client's metadata holds: learnt at a partition's first request, renewed only by
+        # list_topics. librdkafka's ListOffsets sends the epoch it holds and, answered FENCED_LEADER_EPOCH after a
+        # leader moved or restarted, fails the partition without renewing it (seen on Kafka 4.1, librdkafka 2.16).
+        self._epochs: dict[tuple[str, int], int] = {}
 
     def _check(self, request: str = "") -> None:
         if self.deaf:
@@ -109,6 +113,8 @@ class FakeAdmin(FakeLogin):
             topics = {name: TopicMeta({p: PartitionMeta(self.cluster.leader(name, p)) for p in range(len(t.logs))})
                       for name, t in self.cluster.topics.items() if topic is None or name == topic}
             nodes = {1, *self.cluster.leaders.values()}
+            self._epochs.update({(name, p): self.cluster.leader_epochs.get((name, p), 0)
+                                 for name, meta in topics.items() for p in meta.partitions})
         return Metadata(self.cluster.cluster_id, topics, {node: f"fake-{node}:9092" for node in sorted(nodes)})
 
     def describe_topics(self, topics: TopicCollection, request_timeout: float = -1) -> dict[str, Future[Description]]:
@@ -173,6 +179,10 @@ class FakeAdmin(FakeLogin):
         self._check("list_offsets")
 
         def listed(tp: TopicPartition, spec: OffsetSpec) -> ListedOffset:
+            epoch = self.cluster.leader_epochs.get((tp.topic, tp.partition), 0)
+            if self._epochs.setdefault((tp.topic, tp.partition), epoch) < epoch:
+                raise KafkaException(KafkaError(KafkaError.FENCED_LEADER_EPOCH,
+                                                "Broker: Leader epoch is older than broker epoch"))
             if self.cluster.out_of_reach(tp.topic, tp.partition):  # seen on real brokers: no error, no offset
                 return ListedOffset(OFFSET_INVALID)
             low, high = self.cluster.watermarks(tp.topic, tp.partition)

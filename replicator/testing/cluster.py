@@ -111,6 +111,8 @@ class FakeCluster:
         # are written and reported around them (librdkafka queues per partition); metadata still answers.
         self.leaders: dict[tuple[str, int], int] = {}
         self.cut_off: set[int] = set()
+        # Each partition's leader epoch (0 unless raised by ``elect``: a leader moved, or its node restarted).
+        self.leader_epochs: dict[tuple[str, int], int] = {}
         # Producers whose commit never completes, counted down as producers begin committing: librdkafka answers
         # the first commit_transaction "retry call to resume" and every later one "Conflicting commit_transaction
         # API call is already in progress", both retriable, for as long as that producer lives (seen after a
@@ -145,6 +147,14 @@ class FakeCluster:
     def leader(self, topic: str, partition: int) -> int:
         """The node leading ``topic[partition]``."""
         return self.leaders.get((topic, partition), 1)
+
+    def elect(self, topic: str, partition: int, node: int | None = None) -> None:
+        """A new leader of ``topic[partition]`` (``node``, or the same node after its restart): a new leader
+        epoch, which clients that cached the old one learn only from new metadata."""
+        with self.lock:
+            if node is not None:
+                self.leaders[(topic, partition)] = node
+            self.leader_epochs[(topic, partition)] = self.leader_epochs.get((topic, partition), 0) + 1
 
     def out_of_reach(self, topic: str, partition: int) -> bool:
         """Whether the leader of ``topic[partition]`` is cut off from the producers."""
