@@ -68,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="every record's CreateTime this many hours back (default 0). Over 24: the target's "
                              "brokers forget the workers' producers within a second of each write (they look every "
                              "second), as they do every 10 minutes when a backfill copies records over a day old")
+    parser.add_argument("--source-transactions", action="store_true",
+                        help="write the steady records in transactions, one in five aborted (its records must never "
+                             "arrive), and add the fault kind source-txn-hang: a producer that hangs with a "
+                             "transaction open until the source aborts it")
     parser.add_argument("--report", type=Path, help="write every event as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir with every log")
     parser.add_argument("--toxiproxy", type=Path, default=REPO / ".cache" / "bin" / "toxiproxy-server",
@@ -89,7 +93,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
         raise ValueError("--records-age must be at least 0 and under 168 hours (the source's retention)")
     if args.rate <= 0 or args.fault_seconds <= 0:
         raise ValueError("--rate and --fault-seconds must be positive")
-    kinds = choose_kinds([k.strip() for k in args.kinds.split(",") if k.strip()], state)
+    kinds = choose_kinds([k.strip() for k in args.kinds.split(",") if k.strip()], state, args.source_transactions)
     if args.overlap:
         pairable(kinds)
     check_binary(args.toxiproxy)
@@ -97,7 +101,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
                     partitions=args.partitions, rate=args.rate, fault_seconds=args.fault_seconds, state=state,
                     toxiproxy=args.toxiproxy, report=args.report, keep=args.keep, guarantee=args.guarantee,
                     overlap=args.overlap, brokers=args.brokers, producer_queue=args.producer_queue,
-                    records_age_h=args.records_age)
+                    records_age_h=args.records_age, source_transactions=args.source_transactions)
 
 
 def progress(message: str) -> None:

@@ -208,7 +208,8 @@ class Checker:
         tally = self.tally(cut)
         self.final_lost = tally.lost_records()
         got, _ = self.chaos.reader.snapshot()
-        sent = self.chaos.verifier.snapshot()
+        verifier = self.chaos.verifier
+        sent = verifier.snapshot()
         truth = true_losses(sent, got, self.chaos.deleted_below)
         examples = [f"{stream} record {seq} (source offset {sent[stream][seq].offset})"
                     for stream, seq in sorted(tally.lost_records())[:10]]
@@ -219,4 +220,5 @@ class Checker:
                      tally.total("unexpected"), tally.foreign, len(self.lost.keys() - tally.lost_records()),
                      tuple(compare_losses(truth, self.reported)),
                      tuple(self.errors), tuple(examples), tuple(sorted(self.tracebacks)),
-                     tuple(self.chaos.supervisor.exits), self.chaos.settings.guarantee, self.chaos.reader.renewals)
+                     tuple(self.chaos.supervisor.exits), self.chaos.settings.guarantee, self.chaos.reader.renewals,
+                     (verifier.commits, verifier.aborts, verifier.aborted) if verifier.transactional else None)

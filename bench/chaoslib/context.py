@@ -46,6 +46,7 @@ class Settings:
     brokers: int = 1  # nodes per cluster (several: a broker fault strikes one node, see cluster.py)
     producer_queue: int | None = None  # the workers' queue.buffering.max.messages (None: MirrorFlow's default)
     records_age_h: float = 0.0  # every record's CreateTime this many hours back (see cluster.FORGETFUL)
+    source_transactions: bool = False  # the steady records written in transactions, a share aborted (producer.py)
 
 
 @dataclass(frozen=True)

@@ -5,18 +5,20 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from bench.chaoslib import faults_network, faults_process, faults_workload
+from bench.chaoslib import faults_network, faults_process, faults_transactions, faults_workload
 from bench.chaoslib.context import Chaos, FaultFn, Injected
 
-FAULTS: dict[str, FaultFn] = {**faults_process.KINDS, **faults_network.KINDS, **faults_workload.KINDS}
+FAULTS: dict[str, FaultFn] = {**faults_process.KINDS, **faults_network.KINDS, **faults_workload.KINDS,
+                              **faults_transactions.KINDS}
 POSTGRES_ONLY = frozenset({"statedb-stop"})
+TRANSACTIONS_ONLY = frozenset(faults_transactions.KINDS)  # with --source-transactions
 # A pair ("MOVER+TROUBLE") is a fault that moves partitions between the route's workers, injected during one that
 # troubles a cluster, the network or the state DB: rebalances in the middle of other trouble.
 MOVERS = ("worker-kill", "worker-freeze", "worker-join", "worker-leave", "workers-start-together", "topic-add",
           "partitions-add", "topic-recreate")
 TROUBLES = ("source-freeze", "target-freeze", "source-kill", "target-kill", "source-restart", "target-restart",
             "statedb-stop", "statedb-lock", "net-latency", "net-bandwidth", "net-reset", "net-partition",
-            "node-partition")
+            "node-partition", "source-txn-hang")
 PAIR_TAIL_S = 1.0  # the trouble outlasts the mover at least this long: the mover heals in the middle of it
 
 
@@ -31,8 +33,9 @@ def _check_pair(kind: str) -> None:
                           f"trouble one of {', '.join(TROUBLES)}")
 
 
-def choose_kinds(requested: Sequence[str], state: str) -> tuple[str, ...]:
-    """The kinds of a run: those requested (all that apply by default), checked; "MOVER+TROUBLE" is a pair."""
+def choose_kinds(requested: Sequence[str], state: str, transactions: bool = False) -> tuple[str, ...]:
+    """The kinds of a run: those requested (all that apply by default), checked; "MOVER+TROUBLE" is a pair.
+    ``transactions``: the source's steady records are written in transactions (``--source-transactions``)."""
     unknown = [kind for kind in requested if any(part not in FAULTS for part in kind.split("+"))]
     if unknown:
         raise UnknownKind(f"unknown fault kind {', '.join(map(repr, unknown))} (known: {', '.join(sorted(FAULTS))})")
@@ -42,9 +45,12 @@ def choose_kinds(requested: Sequence[str], state: str) -> tuple[str, ...]:
     parts = {part for kind in requested for part in kind.split("+")}
     if state != "postgres" and POSTGRES_ONLY & parts:
         raise UnknownKind(f"{', '.join(sorted(POSTGRES_ONLY & parts))} needs --state postgres")
+    if not transactions and TRANSACTIONS_ONLY & parts:
+        raise UnknownKind(f"{', '.join(sorted(TRANSACTIONS_ONLY & parts))} needs --source-transactions")
     if requested:
         return tuple(dict.fromkeys(requested))
-    return tuple(kind for kind in FAULTS if state == "postgres" or kind not in POSTGRES_ONLY)
+    return tuple(kind for kind in FAULTS if (state == "postgres" or kind not in POSTGRES_ONLY)
+                 and (transactions or kind not in TRANSACTIONS_ONLY))
 
 
 def fault_of(kind: str) -> FaultFn:

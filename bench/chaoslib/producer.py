@@ -5,10 +5,17 @@ It writes to the source's direct listener (never through the proxy) with an idem
 for seconds at a time), and keeps, per stream and record number, the source offset from the
 delivery report and the record's fingerprint. A record the source never acknowledged is not
 waited for on the target (it may or may not be there).
+
+With ``transactional`` (``--source-transactions``) the steady records go in transactions instead, one per tick,
+by a transactional producer: a record counts as acknowledged once its transaction committed, and one transaction
+in ``1 / ABORT_SHARE`` holds instead a few records named ``aborted/...``, then is aborted. Those are never to
+arrive (the reader counts them foreign): a read_committed copy skips them and the transaction markers, and the
+offsets they take.
 """
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Iterable
@@ -23,12 +30,17 @@ TICK_S = 0.05
 # (seed 305, `topic-add+source-restart`) the first record to a topic created during a source restart was never
 # acknowledged while the records after it were, and every check after it waited its whole bound (120 s) for it.
 DELIVERY_TIMEOUT_MS = 120_000
+ABORT_SHARE = 0.2  # of the transactions (``transactional``): aborted, holding only records never to arrive
+ABORTED_PER_TRANSACTION = 3  # records of an aborted transaction, each to another steady partition
+END_TIMEOUT_S = 30.0  # one try to commit or abort; a retriable failure is tried again until DELIVERY_TIMEOUT_MS
+TRANSACTIONAL_ID = "chaos-verifier"
 
 
 class Verifier:
     """Steady streams get records at ``rate`` per second in turn; others only by ``produce_now``."""
 
-    def __init__(self, bootstrap: str, rate: float, padding: int, age_ms: int = 0) -> None:
+    def __init__(self, bootstrap: str, rate: float, padding: int, age_ms: int = 0, transactional: bool = False,
+                 seed: int = 0) -> None:
         self._config = {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": "true",
                         "message.timeout.ms": str(DELIVERY_TIMEOUT_MS), "linger.ms": "5", "error_cb": self._on_error,
                         "log_level": 0}  # brokers go away on purpose: fatal errors come by error_cb
@@ -46,6 +58,13 @@ class Verifier:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="verifier", daemon=True)
+        self.transactional = transactional
+        self._txn_config = {**self._config, "transactional.id": TRANSACTIONAL_ID,
+                            "transaction.timeout.ms": str(DELIVERY_TIMEOUT_MS), "error_cb": lambda _e: None}
+        self._txn: Producer | None = None  # made (and its transactions initialised) by the loop
+        self._rng = random.Random(seed)  # which transactions are aborted
+        self._open: dict[tuple[Stream, int], int | None] = {}  # the open transaction's records: their offsets
+        self.commits = self.aborts = self.aborted = 0  # transactions committed, aborted; records aborted
 
     def start(self) -> None:
         """Begin the steady production."""
@@ -126,13 +145,19 @@ class Verifier:
         with self._lock:
             return {stream: len(records) for stream, records in self.sent.items()}
 
-    def _send(self, stream: Stream) -> bool:
+    def _send(self, stream: Stream, txn: Producer | None = None) -> bool:
+        """The stream's next record, by the plain producer or within ``txn``'s open transaction."""
         records = self.sent[stream]
         seq, key, timestamp = len(records), key_of(stream, len(records)), int(time.time() * 1000) - self.age_ms
         value, headers = value_of(stream, seq, self.padding), headers_of(stream, seq)
         try:
-            self._producer.produce(stream.topic, value, key, partition=stream.partition, timestamp=timestamp,
-                                   headers=[*headers], on_delivery=lambda e, m: self._delivered(stream, seq, e, m))
+            if txn is None:
+                self._producer.produce(stream.topic, value, key, partition=stream.partition, timestamp=timestamp,
+                                       headers=[*headers], on_delivery=lambda e, m: self._delivered(stream, seq, e, m))
+            else:
+                txn.produce(stream.topic, value, key, partition=stream.partition, timestamp=timestamp,
+                            headers=[*headers], on_delivery=lambda e, m: self._written(stream, seq, e, m))
+                self._open[(stream, seq)] = None
         except BufferError:
             return False  # the queue is full (the source is away): next tick
         except KafkaException:
@@ -149,6 +174,11 @@ class Verifier:
             record = self.sent[stream][seq]
             self.sent[stream][seq] = Sent(message.offset(), record.fingerprint, time.monotonic())
 
+    def _written(self, stream: Stream, seq: int, error: KafkaError | None, message: Message) -> None:
+        """A record of the open transaction is in the source's log (visible once the transaction commits)."""
+        with self._lock:
+            self._open[(stream, seq)] = message.offset() if error is None else None
+
     def _on_error(self, error: KafkaError) -> None:
         if error.fatal():
             self.fatal = f"the verifier's producer failed: {error.str()}"
@@ -158,17 +188,86 @@ class Verifier:
         while not self._stop.is_set():
             due = int((time.monotonic() - began) * self.rate) - written
             streams = self.active()
+            if self.transactional and streams and due > 0:
+                turn, written = self._transaction(streams, due, turn, written)
             with self._lock:
-                for _ in range(max(0, due) if streams else 0):
+                for _ in range(max(0, due) if streams and not self.transactional else 0):
                     if not self._send(streams[turn % len(streams)]):
                         break
                     turn, written = turn + 1, written + 1
                 if self._renew:  # under the lock: no record may go to the producer being replaced
                     self._producer.flush(300)
                     self._producer, self._renew = Producer(self._config), False
+                    self._txn = None  # the next transaction's producer: initialised anew, its sequences from 0
             if not streams:
                 written += max(0, due)  # nothing to write to: no burst once a stream is back
             self._producer.poll(TICK_S)
+
+    def _transaction(self, streams: list[Stream], due: int, turn: int, written: int) -> tuple[int, int]:
+        """One transaction: the records due, committed; or (``ABORT_SHARE``) records never to arrive, aborted.
+        Records of a transaction that did not commit are never waited for. (turn, written) after it."""
+        txn = self._begin()
+        if txn is None:
+            return turn, written  # the source is away: the records due wait for the next tick
+        if self._rng.random() < ABORT_SHARE:
+            for stream in self._rng.sample(streams, min(ABORTED_PER_TRANSACTION, len(streams))):
+                txn.produce(stream.topic, b"never to arrive", f"aborted/{stream.partition}/{self.aborted}".encode(),
+                            partition=stream.partition)
+                self.aborted += 1
+            self._end(txn, commit=False)
+            self.aborts += 1
+            return turn, written
+        with self._lock:
+            for _ in range(due):
+                if not self._send(streams[turn % len(streams)], txn):
+                    break
+                turn, written = turn + 1, written + 1
+        committed = self._end(txn, commit=True)
+        with self._lock:
+            now, records = time.monotonic(), self._open
+            self._open = {}
+            for (stream, seq), offset in records.items():
+                if committed and offset is not None:
+                    self.sent[stream][seq] = Sent(offset, self.sent[stream][seq].fingerprint, now)
+                else:
+                    self.excused.setdefault(stream, set()).add(seq)
+        self.commits += committed
+        return turn, written
+
+    def _begin(self) -> Producer | None:
+        """The transactional producer with a transaction begun; None when the source did not answer (tried
+        again at the next tick). A new producer's ``init_transactions`` aborts what an old one left open."""
+        try:
+            if self._txn is None:
+                txn = Producer(self._txn_config)
+                txn.init_transactions(END_TIMEOUT_S)
+                self._txn = txn
+            self._txn.begin_transaction()
+        except KafkaException:
+            self._txn = None
+            return None
+        return self._txn
+
+    def _end(self, txn: Producer, commit: bool) -> bool:
+        """Commit (or abort) the open transaction: True once done; False when it was aborted instead, or the
+        producer failed (a new one at the next tick, whose start aborts what this one left open)."""
+        deadline = time.monotonic() + DELIVERY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                (txn.commit_transaction if commit else txn.abort_transaction)(END_TIMEOUT_S)
+                return True
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.retriable() and time.monotonic() < deadline and not self._stop.is_set():
+                    continue
+                if error.txn_requires_abort():
+                    try:
+                        txn.abort_transaction(END_TIMEOUT_S)
+                        return not commit
+                    except KafkaException:
+                        pass
+                self._txn = None
+                return False
 
     def stop(self) -> None:
         """Stop writing and wait (bounded) for the last acknowledgements."""

@@ -199,6 +199,11 @@ class TargetReader:
                 ends[(tp.topic, tp.partition)] = future.result().offset
             except KafkaException:
                 continue
+        if len(ends) < len(futures):  # a leader elected since (a restart): refused until the metadata is renewed
+            try:
+                self._admin.list_topics(timeout=5)
+            except KafkaException:
+                pass
         return ends
 
     def _assign_new(self) -> None:

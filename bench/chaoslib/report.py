@@ -73,6 +73,7 @@ class Final:
     exits: tuple[WorkerExit, ...] = field(default_factory=tuple)
     guarantee: str = "at-least-once"  # the route's: on exactly-once a duplicate fails the run
     reader_renewals: int = 0  # the harness's target reader replaced: a position stood below the target's end
+    transactions: tuple[int, int, int] | None = None  # --source-transactions: committed, aborted, records aborted
 
 
 def _p50(values: Sequence[float]) -> float | None:
@@ -158,6 +159,10 @@ def summary(final: Final, outcomes: Sequence[FaultOutcome]) -> str:
     lines += [f"  retention report differs: {line}" for line in final.retention_differences]
     lines += [f"  harness error: {line}" for line in final.harness_errors]
     lines += [f"  worker {e.worker} exited at {e.at_s:.0f}s with code {e.code}: {e.reason}" for e in exits]
+    if final.transactions is not None:
+        committed, aborted, records = final.transactions
+        lines.append(f"  the source's steady records went in {committed} committed transactions; {aborted} more "
+                     f"were aborted with {records} records in them, never to arrive (foreign if they did)")
     if final.reader_renewals:
         lines.append(f"  the harness's target reader was made anew {final.reader_renewals} times (a position stood "
                      "a whole look below the target's end: stopped reading, or waiting on an open transaction)")

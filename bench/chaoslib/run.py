@@ -74,7 +74,7 @@ def _setup(settings: Settings, work: Path, stack: contextlib.ExitStack, began: f
     stack.callback(lambda: statedb.close(keep=settings.keep))
     config = _config(work, sides, statedb.url, settings)
     verifier = Verifier(sides["source"].direct, settings.rate, settings.padding,
-                        round(settings.records_age_h * 3_600_000))
+                        round(settings.records_age_h * 3_600_000), settings.source_transactions, settings.seed)
     stack.callback(verifier.stop)
     reader = TargetReader(sides["target"].direct)
     stack.callback(reader.stop)

@@ -49,7 +49,8 @@ def test_a_file_that_is_not_executable_is_named(tmp_path: Path, capsys: pytest.C
 
 def test_kinds_default_to_all_that_apply() -> None:
     assert "statedb-stop" not in choose_kinds([], "sqlite")
-    assert set(choose_kinds([], "postgres")) == set(FAULTS)
+    assert set(choose_kinds([], "postgres")) == set(FAULTS) - {"source-txn-hang"}  # --source-transactions only
+    assert set(choose_kinds([], "postgres", transactions=True)) == set(FAULTS)
     assert choose_kinds(["net-reset", "net-reset", "topic-add"], "sqlite") == ("net-reset", "topic-add")
 
 
@@ -92,7 +93,7 @@ def test_the_pair_deck_pairs_every_mover_and_every_trouble_of_the_run_each_round
 
     from bench.chaoslib.faults import MOVERS, TROUBLES, PairDeck
 
-    kinds = choose_kinds([], "postgres")
+    kinds = choose_kinds([], "postgres", transactions=True)
     deck = PairDeck(kinds, random.Random(3))
     pairs = [deck.draw().split("+") for _ in range(len(TROUBLES))]
     assert sorted(t for _, t in pairs) == sorted(TROUBLES)
