@@ -211,8 +211,11 @@ class Verifier:
             return turn, written  # the source is away: the records due wait for the next tick
         if self._rng.random() < ABORT_SHARE:
             for stream in self._rng.sample(streams, min(ABORTED_PER_TRANSACTION, len(streams))):
-                txn.produce(stream.topic, b"never to arrive", f"aborted/{stream.partition}/{self.aborted}".encode(),
-                            partition=stream.partition)
+                try:
+                    txn.produce(stream.topic, b"never to arrive",
+                                f"aborted/{stream.partition}/{self.aborted}".encode(), partition=stream.partition)
+                except (BufferError, KafkaException):
+                    continue  # a partition this producer's metadata does not show yet (just added), a full queue
                 self.aborted += 1
             self._end(txn, commit=False)
             self.aborts += 1

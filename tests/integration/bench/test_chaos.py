@@ -33,27 +33,34 @@ pytestmark = [pytest.mark.chaos, pytest.mark.kafka]
 def test_every_record_survives_every_fault_kind(tmp_path: Path) -> None:
     """With records two days old (``--records-age 48``): the target's brokers forget the workers' producers on a
     partition within a second of each write (a backfill's case), so every batch meets the race of a producer's
-    first through every fault. The other runs here copy records of now."""
+    first through every fault. The other runs here copy records of now. And written in transactions
+    (``--source-transactions``), as exactly-once applications write: one in five aborted, its records never to
+    arrive (foreign if they did), and a producer that hangs with a transaction open (``source-txn-hang``)."""
     assert TOXIPROXY.exists(), f"{TOXIPROXY} is missing: `make toxiproxy` builds it (`make test` does)"
     state = "postgres" if pg_bin() else "sqlite"  # statedb-stop needs PostgreSQL
-    kinds = choose_kinds([], state)
-    result = run(dataclasses.replace(_settings(tmp_path, kinds, state), records_age_h=48.0), print)
+    kinds = choose_kinds([], state, transactions=True)
+    result = run(dataclasses.replace(_settings(tmp_path, kinds, state), records_age_h=48.0,
+                                     source_transactions=True), print)
     problems = _problems(result)
     assert not problems, f"logs in {result.work_dir}:\n" + "\n".join(problems)
     assert {o.kind for o in result.outcomes} >= set(kinds)
     assert result.final.reported_lost == GAP_DELETED  # the one retention gap, reported exactly
     assert result.final.produced > 1000
+    assert result.final.transactions is not None and result.final.transactions[2] > 0  # records aborted
 
 
 # The faults an exactly-once route answers with its own machinery (fencing, aborts, a new producer); the long
 # form (bench/chaos.py --guarantee exactly-once) runs every kind.
 EXACTLY_ONCE_KINDS = ("worker-kill", "worker-freeze", "worker-join", "workers-start-together", "target-kill",
-                      "target-freeze", "net-partition")
+                      "target-freeze", "net-partition", "source-txn-hang")
 
 
 def test_an_exactly_once_route_shows_every_record_once_through_its_faults(tmp_path: Path) -> None:
+    """A source written in transactions (one in five aborted), as the application an exactly-once route mirrors
+    writes it: the route's own transactions on the target over the source's."""
     assert TOXIPROXY.exists(), f"{TOXIPROXY} is missing: `make toxiproxy` builds it (`make test` does)"
-    result = run(_settings(tmp_path, EXACTLY_ONCE_KINDS, "sqlite", guarantee="exactly-once"), print)
+    result = run(dataclasses.replace(_settings(tmp_path, EXACTLY_ONCE_KINDS, "sqlite", guarantee="exactly-once"),
+                                     source_transactions=True), print)
     problems = _problems(result)
     problems += [f"{result.final.duplicates} duplicates seen by a read_committed reader"] \
         if result.final.duplicates else []

@@ -40,6 +40,7 @@ class TransactionalSource:
         self.log: list[tuple[bytes, str]] = []  # (key, "committed" | "aborted") in offset order
         self.open: list[tuple[bytes, Delivery | None, str, int]] = []
         self.begun = self.initialised = 0
+        self.unknown: set[int] = set()  # partitions its metadata does not show yet (just added)
 
     def init_transactions(self, timeout: float) -> None:
         self.initialised += 1
@@ -50,6 +51,8 @@ class TransactionalSource:
 
     def produce(self, topic: str, value: bytes, key: bytes, partition: int, on_delivery: Delivery | None = None,
                 **kwargs: object) -> None:
+        if partition in self.unknown:
+            raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION, "Local: Unknown partition"))
         self.open.append((key, on_delivery, topic, partition))
 
     def _write(self, outcome: str) -> None:
@@ -133,3 +136,20 @@ def test_the_hang_needs_source_transactions(capsys: pytest.CaptureFixture[str]) 
     assert "source-txn-hang" in choose_kinds([], "sqlite", transactions=True)
     assert main(["--state", "sqlite", "--kinds", "worker-kill+source-txn-hang"]) == 2
     assert capsys.readouterr().err == "chaos.py: source-txn-hang needs --source-transactions\n"
+
+
+def test_a_partition_just_added_is_skipped_until_the_producer_knows_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partitions-add fault: the transactional producer's metadata does not show the new partition for a while
+    (found in a run: the verifier's thread died on it, in an aborted transaction)."""
+    source = TransactionalSource()
+    source.unknown.add(1)
+    verifier = _verifier(monkeypatch, source, seed=3)
+    streams = verifier.add("t", [0, 1])
+    turn = written = 0
+    for _ in range(20):
+        turn, written = verifier._transaction(streams, 4, turn, written)
+    assert verifier.aborts > 0 and verifier.commits > 0
+    assert all(parse_key(key) is None or parse_key(key)[1] == 0 for key, _ in source.log)  # type: ignore[index]
+    sent = verifier.snapshot()
+    assert not sent[streams[1]] and len(sent[streams[0]]) > 0
+    assert all(record.offset is not None for record in sent[streams[0]])
