@@ -73,6 +73,8 @@ class Verifier:
     def add(self, topic: str, partitions: Iterable[int], steady: bool = True) -> list[Stream]:
         """New streams of ``topic`` (its current incarnation)."""
         self._producer.list_topics(topic, timeout=10)  # its metadata, partitions included, before the first record
+        if (txn := self._txn) is not None:  # the transactional producer's too (else a new partition waits minutes)
+            txn.list_topics(topic, timeout=10)
         incarnation = self.incarnation.setdefault(topic, 0)
         streams = [Stream(topic, incarnation, p) for p in partitions]
         with self._lock:

@@ -42,6 +42,9 @@ class TransactionalSource:
         self.begun = self.initialised = 0
         self.unknown: set[int] = set()  # partitions its metadata does not show yet (just added)
 
+    def list_topics(self, topic: str, timeout: float) -> None:
+        self.unknown.clear()  # its metadata renewed: every partition the topic has now
+
     def init_transactions(self, timeout: float) -> None:
         self.initialised += 1
 
@@ -153,3 +156,7 @@ def test_a_partition_just_added_is_skipped_until_the_producer_knows_it(monkeypat
     sent = verifier.snapshot()
     assert not sent[streams[1]] and len(sent[streams[0]]) > 0
     assert all(record.offset is not None for record in sent[streams[0]])
+    verifier.add("t", [1])  # the harness adds the partition's stream: the transactional producer learns of it
+    for _ in range(10):
+        turn, written = verifier._transaction(streams, 4, turn, written)
+    assert verifier.snapshot()[streams[1]]
