@@ -27,8 +27,15 @@ from pydantic import (
     model_validator,
 )
 
+from replicator.client_properties import (
+    KeyProblem,
+    client_key_problems,
+    commit_interval_problems,
+    properties_of,
+    unreadable_files,
+)
+from replicator.config_refs import expand_env, login_files, read_secret_file
 from replicator.domain.client_rules import CONSUMER_FIXED, PRODUCER_FIXED, refused_overrides
-from replicator.domain.commit_pace import INTERVAL_KEY, interval_of
 from replicator.domain.group_filter import DEFAULT_EXCLUDED_GROUPS, DEFAULT_GROUPS, GroupFilter
 from replicator.domain.heartbeat import heartbeat_patterns
 from replicator.domain.replication_policy import ReplicationPolicy, policy_for
@@ -41,92 +48,7 @@ CONFIG_ENV = "MIRRORFLOW_CONFIG"
 DEFAULT_CONFIG_PATH = Path("mirrorflow.yaml")
 DEFAULT_STATE_URL = "sqlite:///.mirrorflow/state.db"
 
-Scalar = str | int | float | bool
-_ENV_REF = re.compile(r"\$\{(?:([A-Za-z_][A-Za-z0-9_]*)|file:([^}]+))\}")
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-
-
-class KeyProblem(ValueError):
-    """A validation problem below the key pydantic reports, e.g. one list item."""
-
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(problem)
-        self.path = path
-        self.problem = problem
-
-
-def _properties(raw: Any, where: str) -> dict[str, str]:
-    """librdkafka properties as strings; YAML booleans become ``true``/``false``."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise KeyProblem(where, f"must be a mapping of client properties, got {type(raw).__name__}")
-    out: dict[str, str] = {}
-    for key, value in raw.items():
-        if not isinstance(value, Scalar):
-            raise KeyProblem(f"{where}.{key}", "must be a string, number or boolean")
-        out[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
-    return out
-
-
-# Client properties that name a file (or, for the CA, a folder) the client reads when it starts.
-FILE_PROPERTIES = ("ssl.ca.location", "ssl.crl.location", "ssl.certificate.location", "ssl.key.location",
-                   "ssl.keystore.location", "sasl.kerberos.keytab")
-
-
-def _unreadable_files(properties: Mapping[str, str]) -> list[tuple[str, str]]:
-    """``(key, problem)`` for each file a client would fail to read: said at load, naming the key and the path,
-    not later as librdkafka's "ssl.key.location failed: system lib" from whichever command met it first."""
-    out = []
-    for key in FILE_PROPERTIES:
-        path = properties.get(key)
-        if not path or (key == "ssl.ca.location" and path == "probe"):  # probe: the system's CA store
-            continue
-        try:
-            if os.path.isdir(path) and key in ("ssl.ca.location", "ssl.crl.location"):
-                os.listdir(path)
-            else:
-                with open(path, "rb"):
-                    pass
-        except OSError as exc:
-            out.append((key, f"cannot read {path}: {exc.strerror}"))
-    return out
-
-
-def _client_key_problems(properties: Mapping[str, str]) -> list[tuple[str, str]]:
-    """``(key, problem)`` when the PEM key of ``ssl.key.location`` is encrypted and ``ssl.key.password`` is
-    missing or does not decrypt it: librdkafka says only "ssl.key.location failed: ... PEM lib" for both."""
-    path, password = properties.get("ssl.key.location"), properties.get("ssl.key.password")
-    if not path:
-        return []
-    try:
-        with open(path, "rb") as key_file:
-            pem = key_file.read()
-    except OSError:
-        return []  # said by _unreadable_files
-    if b"BEGIN ENCRYPTED PRIVATE KEY" not in pem and b"Proc-Type: 4,ENCRYPTED" not in pem:  # PKCS#8, OpenSSL's
-        return []
-    if not password:
-        return [("ssl.key.password", f"the key {path} (ssl.key.location) is encrypted: set ssl.key.password")]
-    from cryptography.hazmat.primitives.serialization import load_pem_private_key
-
-    try:
-        load_pem_private_key(pem, password.encode())
-    except (ValueError, TypeError):
-        return [("ssl.key.password", f"does not decrypt the key {path} (ssl.key.location)")]
-    return []
-
-
-def _commit_interval_problems(properties: Mapping[str, str]) -> list[tuple[str, str]]:
-    """``(key, problem)`` when the interval of the worker's own commits is not one it can use (a consumer's
-    ``auto.commit.interval.ms``, in a route's or a cluster's properties; a producer ignores it)."""
-    if INTERVAL_KEY not in properties:
-        return []
-    try:
-        interval_of(properties[INTERVAL_KEY])
-    except ValueError as exc:
-        return [(INTERVAL_KEY, str(exc))]
-    return []
 
 
 class _Frozen(BaseModel):
@@ -347,11 +269,11 @@ class RouteConfig(_Frozen):
     @field_validator("consumer", "producer", mode="before")
     @classmethod
     def _client_overrides(cls, value: Any, info: ValidationInfo) -> dict[str, str]:
-        properties = _properties(value, "")
+        properties = properties_of(value, "")
         fixed = CONSUMER_FIXED if info.field_name == "consumer" else PRODUCER_FIXED
         for key, why in refused_overrides(properties, fixed):
             raise KeyProblem(f".{key}", why)
-        for key, problem in _commit_interval_problems(properties):
+        for key, problem in commit_interval_problems(properties):
             raise KeyProblem(f".{key}", problem)
         return properties
 
@@ -385,16 +307,16 @@ class Config(_Frozen):
         for name, props in raw.items():
             if not re.match(_NAME, str(name)):
                 raise KeyProblem(f".{name}", "cluster names use letters, digits, '.', '_', '-'")
-            properties = _properties(props, f".{name}")
+            properties = properties_of(props, f".{name}")
             for key, why in refused_overrides(properties, CONSUMER_FIXED, PRODUCER_FIXED):
                 raise KeyProblem(f".{name}.{key}", why)
-            for key, problem in _commit_interval_problems(properties):
+            for key, problem in commit_interval_problems(properties):
                 raise KeyProblem(f".{name}.{key}", problem)
             if not properties.get("bootstrap.servers", "").strip():
                 raise KeyProblem(f".{name}", "missing required key 'bootstrap.servers'")
-            for key, problem in _unreadable_files(properties):
+            for key, problem in unreadable_files(properties):
                 raise KeyProblem(f".{name}.{key}", problem)
-            for key, problem in _client_key_problems(properties):
+            for key, problem in client_key_problems(properties):
                 raise KeyProblem(f".{name}.{key}", problem)
             clusters[str(name)] = {"name": str(name), "properties": properties}
         return clusters
@@ -477,55 +399,6 @@ def _describe(error: Mapping[str, Any]) -> str:
     return f"{path}: {message}" if path else message
 
 
-def _expand_env(node: Any, environ: Mapping[str, str], path: str, base: Path = Path(".")) -> Any:
-    """Replace ``${NAME}`` in string values with the environment variable NAME, and ``${file:PATH}`` with the
-    contents of the file PATH (relative to ``base``, the config file's folder; one final newline dropped)."""
-    if isinstance(node, Mapping):
-        return {k: _expand_env(v, environ, f"{path}.{k}" if path else str(k), base) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_expand_env(v, environ, f"{path}[{i}]", base) for i, v in enumerate(node)]
-    if isinstance(node, str):
-        return _ENV_REF.sub(lambda m: _reference(m, environ, path, base), node)
-    return node
-
-
-def _reference(match: re.Match[str], environ: Mapping[str, str], path: str, base: Path) -> str:
-    """The value of one ``${...}``; a variable not set or a file that cannot be read is an error naming the key
-    (never the value)."""
-    name, file = match.group(1), match.group(2)
-    if name is not None:
-        if name not in environ:
-            raise ConfigError(f"{path}: environment variable {name} is not set")
-        return environ[name]
-    return read_secret_file(base / Path(file).expanduser(), path)
-
-
-def read_secret_file(target: Path, key: str) -> str:
-    """A ``${file:}`` value: the file's text, one final newline dropped; an error names ``key`` and the file."""
-    try:
-        text = target.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{key}: cannot read the file {target}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{key}: the file {target} is not UTF-8 text") from None
-    return text.removesuffix("\n").removesuffix("\r")
-
-
-_WHOLE_FILE_REF = re.compile(r"^\$\{file:([^}]+)\}$")
-LOGIN_KEYS = ("sasl.username", "sasl.password")
-
-
-def _login_files(raw: Mapping[str, Any], base: Path) -> dict[str, dict[str, str]]:
-    """Per cluster, the SASL login keys whose whole value is one ``${file:PATH}`` (key -> absolute file)."""
-    out: dict[str, dict[str, str]] = {}
-    clusters = raw.get("clusters")
-    for name, props in (clusters.items() if isinstance(clusters, Mapping) else ()):
-        for key in LOGIN_KEYS:
-            found = _WHOLE_FILE_REF.match(str(props.get(key, ""))) if isinstance(props, Mapping) else None
-            if found:
-                out.setdefault(str(name), {})[key] = str((base / Path(found.group(1)).expanduser()).absolute())
-    return out
-
 
 def _with_login_files(config: Config, files: Mapping[str, Mapping[str, str]]) -> Config:
     if not files:
@@ -549,7 +422,7 @@ def parse_config(text: str, source: str = "mirrorflow.yaml", environ: Mapping[st
         raise ConfigError("the file must be a YAML mapping with a 'clusters' key", source)
     try:
         base = Path(source).parent
-        return _with_login_files(Config.model_validate(_expand_env(raw, environ, "", base)), _login_files(raw, base))
+        return _with_login_files(Config.model_validate(expand_env(raw, environ, "", base)), login_files(raw, base))
     except ConfigError as exc:
         raise ConfigError(exc.problems, source) from None
     except ValidationError as exc:
