@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import ClusterMetadata as Answer
 
 from replicator.errors import ClusterError
 from replicator.kafka import tls_probe
@@ -48,17 +49,21 @@ def cluster_metadata(
     refuses us (not retriable: a password, a certificate, a protocol that does not match its listener).
     ``explain=False``: no TLS handshake of our own to say why a plaintext client got no answer (a broker
     that is starting, polled every second)."""
-    return _connect(bootstrap_or_properties, timeout, explain)[1]
+    meta = connect(bootstrap_or_properties, timeout, explain)[1]
+    topics = tuple(sorted(name for name in meta.topics if not name.startswith("__")))
+    return ClusterMetadata(cluster_id=meta.cluster_id, brokers=len(meta.brokers), topics=topics)
 
 
 def connected_admin(properties: Mapping[str, object], timeout: float = 5.0) -> AdminClient:
     """An AdminClient that got the cluster's metadata: what a command makes before its first request, so that a
     cluster refusing us is named (``cluster_metadata``'s errors) instead of failing the first request vaguely."""
-    return _connect(properties, timeout)[0]
+    return connect(properties, timeout)[0]
 
 
-def _connect(bootstrap_or_properties: str | Mapping[str, object], timeout: float,
-             explain: bool = True) -> tuple[AdminClient, ClusterMetadata]:
+def connect(bootstrap_or_properties: str | Mapping[str, object], timeout: float = 5.0,
+            explain: bool = True) -> tuple[AdminClient, Answer]:
+    """The connected AdminClient and the metadata it got, as confluent-kafka gives it (``cluster_metadata``'s
+    errors)."""
     properties = ({"bootstrap.servers": bootstrap_or_properties} if isinstance(bootstrap_or_properties, str)
                   else dict(bootstrap_or_properties))
     refusals: list[KafkaError] = []  # why the connection failed, when the broker said so
@@ -87,8 +92,7 @@ def _connect(bootstrap_or_properties: str | Mapping[str, object], timeout: float
                     _raise_if_tls_listener(settings)
                 raise ClusterError(f"cluster did not answer a metadata request: {error.str()}",
                                    retriable=True) from None  # down or cut off: it may answer later
-    topics = tuple(sorted(name for name in meta.topics if not name.startswith("__")))
-    return client, ClusterMetadata(cluster_id=meta.cluster_id, brokers=len(meta.brokers), topics=topics)
+    return client, meta
 
 
 def _explained(error: KafkaError, properties: Mapping[str, str]) -> str:

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import ConfigResource
+from confluent_kafka.admin import AdminClient, ClusterMetadata, ConfigResource
 
 from replicator.config import Config, RouteConfig
 from replicator.domain.naming import group_id, positions_group_id
 from replicator.errors import ClusterError, ConfigError, UsageError
-from replicator.kafka.admin import ANSWER_GRACE_S, admin_client, cluster_metadata
+from replicator.kafka.admin import ANSWER_GRACE_S, admin_client, connect
 from replicator.kafka.clients import admin_settings
 from replicator.kafka.group_members import active_members
 from replicator.kafka.groups import list_groups
@@ -41,16 +41,9 @@ def check_clusters(config: Config, route: RouteConfig, timeout: float = 5.0) -> 
     """The route's worker's timeouts, read from the target (``worker_timeouts``) once both clusters answered; a
     clear error (no secrets) when a cluster does not answer (``retriable``), refuses us, or the route would loop
     on itself."""
-    ids: dict[str, str | None] = {}
-    for side in ("source", "target"):
-        name = getattr(route, side)
-        try:
-            meta = cluster_metadata(admin_settings(config.cluster(name).client_properties()), timeout)
-        except ClusterError as exc:
-            raise ClusterError(f"route {route.name}: {side} cluster {name!r} "
-                               f"({config.cluster(name).bootstrap_servers}): {exc}", retriable=exc.retriable) from None
-        ids[side] = meta.cluster_id
-    target = read_target(config, route, timeout)
+    answers = {side: _answer(config, route, side, timeout) for side in ("source", "target")}
+    ids = {side: meta.cluster_id for side, (_, meta) in answers.items()}
+    target = read_target(*answers["target"], timeout)
     if route.guarantee == "exactly-once":
         check_transactions(config, route, target)
     check_one_guarantee(config, route)
@@ -78,13 +71,19 @@ class Target:
     unread: str | None = None
 
 
-def read_target(config: Config, route: RouteConfig, timeout: float = 5.0) -> Target:
-    """The route's target as ``Target`` says: its metadata, and the configs of its broker of the lowest id."""
+def _answer(config: Config, route: RouteConfig, side: str, timeout: float) -> tuple[AdminClient, ClusterMetadata]:
+    """The ``side`` cluster's admin client and metadata; ClusterError naming the route, the side and the cluster."""
+    name = getattr(route, side)
     try:
-        admin = admin_client(admin_settings(config.cluster(route.target).client_properties()))
-        meta = admin.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        return Target(unread=str(exc))
+        return connect(admin_settings(config.cluster(name).client_properties()), timeout)
+    except ClusterError as exc:
+        raise ClusterError(f"route {route.name}: {side} cluster {name!r} "
+                           f"({config.cluster(name).bootstrap_servers}): {exc}", retriable=exc.retriable) from None
+
+
+def read_target(admin: AdminClient, meta: ClusterMetadata, timeout: float = 5.0) -> Target:
+    """The route's target as ``Target`` says, from its metadata (read once, by ``check_clusters``) and the configs
+    of its broker of the lowest id."""
     brokers, transaction_log = len(meta.brokers), TRANSACTION_LOG in meta.topics
     if not meta.brokers:
         return Target(brokers, transaction_log, unread="no broker in the metadata")

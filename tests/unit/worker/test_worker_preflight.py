@@ -54,21 +54,17 @@ def test_the_worker_learns_how_long_the_target_remembers_a_producer_or_takes_kaf
     kafka = FakeKafka("source", "target")
     config = parse_config(kafka.config_yaml("  - {name: r, source: source, target: target, topics: [orders]}\n"))
     kafka["target"].producer_memory_ms = 3_600_000
-    admins: list[FakeAdmin] = []
-
-    def admin(settings: dict[str, object]) -> FakeAdmin:
-        admins.append(FakeAdmin(dict(settings), kafka["target"]))
-        return admins[-1]
-    monkeypatch.setattr(preflight, "admin_client", admin)
-    target = preflight.read_target(config, config.routes[0])
-    assert (target.brokers, target.unread) == (1, None) and len(admins) == 1
+    admin = FakeAdmin({}, kafka["target"])
+    meta = admin.list_topics()
+    target = preflight.read_target(admin, meta)
+    assert (target.brokers, target.unread) == (1, None)
     assert preflight.worker_timeouts(config.routes[0], target).forgets == 3_600.0
 
     def refused(*args: object, **kwargs: object) -> None:
         raise KafkaException(KafkaError(KafkaError.CLUSTER_AUTHORIZATION_FAILED))
     monkeypatch.setattr(FakeAdmin, "describe_configs", refused)
     caplog.set_level("INFO", logger="replicator.worker.preflight")
-    target = preflight.read_target(config, config.routes[0])
+    target = preflight.read_target(admin, meta)
     assert target.brokers == 1 and not target.settings
     assert preflight.worker_timeouts(config.routes[0], target).forgets == 86_400.0
     assert "producer.id.expiration.ms not read, taken as Kafka's default (86400 s) route=r" in caplog.text
