@@ -78,6 +78,8 @@ class FakeConsumer(FakeLogin):
         self._assigned_in_callback = False
         self._was_cut = False  # the previous consume found the link to its cluster cut
         self._thaws_seen = (self.process.thaws, cluster.thaws)
+        self._coordinator_lost = False  # cut off from its cluster, or met it frozen: see ``_finds_coordinator``
+        self._answered_since: float | None = None  # when the cluster first answered it again after that
 
     # -- group -----------------------------------------------------------------------
 
@@ -294,9 +296,24 @@ class FakeConsumer(FakeLogin):
         if not reaches and not self._was_cut:
             self.client_errors.append(KafkaError(KafkaError._TRANSPORT, f"GroupCoordinator: {self.cluster.name}: "
                                                  "Connect failed: No route to host"))
-        if reaches and not self._was_cut and not woke and not self.cluster.frozen:  # a frozen broker says nothing
+        found = self._finds_coordinator()
+        if reaches and found and not self._was_cut and not woke and not self.cluster.frozen:  # frozen: says nothing
             self._serve_group()
         self._was_cut = not reaches
+
+    def _finds_coordinator(self) -> bool:
+        """Whether this consumer knows its group's coordinator now: lost while the cluster is out of its reach or
+        frozen, found again ``cluster.coordinator_refind_s`` after the cluster first answers it again."""
+        if self.cluster.frozen or not self.process.reaches(self.cluster.name):
+            self._coordinator_lost, self._answered_since = True, None
+            return False
+        if self._coordinator_lost:
+            now = time.monotonic()
+            self._answered_since = self._answered_since or now
+            if now - self._answered_since < self.cluster.coordinator_refind_s:
+                return False
+            self._coordinator_lost = False
+        return True
 
     def _fetch(self, limit: int) -> list[FakeMessage]:
         out: list[FakeMessage] = []
@@ -336,7 +353,7 @@ class FakeConsumer(FakeLogin):
         """The group's committed offsets (with their metadata). Offsets an open transaction holds are waited
         for (Kafka's require_stable): a timeout, retriable, until that transaction ends."""
         self.cluster.check_reachable("committed", self.process)
-        if self.deaf:
+        if self.deaf or not self._finds_coordinator():  # librdkafka waits for its coordinator, up to the timeout
             time.sleep(0.05)
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get committed offsets: Local: Timed out"))
         if any(self.cluster.transactions.pending(self.group.group_id, (tp.topic, tp.partition)) for tp in partitions):
@@ -443,7 +460,8 @@ class FakeConsumer(FakeLogin):
                                  -1 if epoch is None else epoch)
 
     def close(self) -> None:
-        """Revoke what is owned (callbacks run), commit what is stored, leave the group."""
+        """Revoke what is owned (callbacks run), commit what is stored, leave the group (when it knows its
+        coordinator: else the group keeps the member until its session expires)."""
         self.process.checkpoint()
         if self.closed:
             return
@@ -457,7 +475,7 @@ class FakeConsumer(FakeLogin):
             self._serve_group()
         if self.auto_commit and self.stored:
             self._commit_stored(raise_errors=False)
-        if self.joined:
+        if self.joined and self._finds_coordinator():  # librdkafka skips the leave while it has no coordinator
             self.group.leave(self.member_id)
         self.closed = True
 

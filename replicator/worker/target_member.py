@@ -135,6 +135,10 @@ class TargetMember(RouteWorker):
         self._sources.clear()
         self._subscribe(sorted(self.subscription.partitions))
 
+    def _reach_coordinator(self) -> None:
+        """Nothing to wait for: the source consumer is assigned by hand (no group to leave); the member of the
+        positions group is on the target, which the source's outage did not touch."""
+
     def _renew_clients(self, reason: str) -> None:
         """A new source consumer and a new member of the positions group (either may be the one that stopped
         getting answers: placing reads positions through both): every partition is given and placed again."""

@@ -54,4 +54,7 @@ class WorkerTimeouts:
     # are copied serially while few are in flight (``InFlight.serial``).
     forgets: float = 86_400.0
     close: float = 10.0  # a client that stopped getting answers is given this long to close, then left behind
+    # At a hold's end (the source answers again) the old source consumer is given this long to reach its group's
+    # coordinator before it is closed: librdkafka sends a member's leave only while it knows its coordinator.
+    coordinator: float = 5.0
     outage_hold: float = HOLD_AFTER_S  # the source out of reach this long: copying held until the worker rejoins

@@ -102,6 +102,7 @@ class Watches(Placing):
         self.outage.answers(time.monotonic())
         if self.holding:
             reason, self.holding = self.holding, None
+            self._reach_coordinator()
             self._renew_clients(f"{reason}: joining the group anew before copying again")
 
     def _ends_wanted(self) -> list[TP] | None:

@@ -1325,3 +1325,24 @@ def test_a_worker_cut_off_past_its_session_copies_nothing_of_what_it_no_longer_o
     assert_nothing_lost(kafka)
     copies = {p: len(kafka["target"].records(REPLICA, p)) for p in range(PARTITIONS)}
     assert copies == {p: 250 for p in range(PARTITIONS)}, "a copied again what it no longer owned"
+
+
+def test_a_worker_back_from_a_source_restart_leaves_the_group_before_it_joins_again(kafka: FakeKafka) -> None:
+    """Found by the fault harness (seed 415, clean restarts of a one-node source): at the hold's end the worker
+    closed its old consumer while librdkafka had not found the group's coordinator again (it reconnects with a
+    growing backoff), so its close sent no leave; the group kept the member, and the new consumer was refused the
+    worker's id ("worker id still held") until the session timed out (10.8 s instead of 1-2 s; 45 s by Kafka's
+    default). Here the session never times out by itself: before, the copy after the restart never came."""
+    produce(kafka["source"], 100)
+    timeouts = dataclasses.replace(FAST, coordinator=30.0)
+    worker = WorkerThread(kafka, "a", route_config(kafka), timeouts, worker_id="w1")
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    kafka["source"].coordinator_refind_s = 1.0  # the old consumer finds its coordinator 1 s after the source is back
+    kafka.cut("a", "source")  # the source restarting: out of reach for longer than the outage hold
+    wait_until(lambda: worker.worker.holding is not None, what="the worker holding its copy", alive=(worker,))
+    kafka.heal("a", "source")
+    produce(kafka["source"], 50, start=100)  # the marker: copied only once the worker has joined again
+    wait_until(lambda: all_copied(kafka), what="the copy after the restart", alive=(worker,), timeout=20)
+    assert worker.worker.id_held_since is None, "the new consumer was refused the worker's id"
+    assert worker.finish() is None
+    assert_nothing_lost(kafka)
