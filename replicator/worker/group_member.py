@@ -36,6 +36,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+# What a read of committed positions says while the consumer has not reached its group's coordinator (or the
+# coordinator is still loading the group after its broker's restart).
+NO_COORDINATOR = frozenset({KafkaError._TIMED_OUT, KafkaError._WAIT_COORD, KafkaError._TRANSPORT,
+                            KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                            KafkaError.NOT_COORDINATOR})
+
+
 class GroupMember(ABC):
     """RouteWorker's base: what it does when the group gives, takes or loses partitions. The attributes
     below are the worker's (set in its ``__init__``); it supplies ``_new_consumer`` and ``_assignment_changed``."""
@@ -192,8 +199,10 @@ class GroupMember(ABC):
                 consumer.committed(owned, timeout=min(left, 1.0))
                 return
             except KafkaException as exc:
+                if exc.args[0].code() not in NO_COORDINATOR:
+                    return  # the coordinator's answer (a member it fenced meanwhile, say): it is reached
                 if exc.args[0].code() != KafkaError._TIMED_OUT:
-                    time.sleep(min(left, 0.1))  # an answer, not the coordinator's (loading): asked again
+                    time.sleep(min(left, 0.1))  # said at once: asked again in a moment
             except RuntimeError:  # closed meanwhile
                 return
         if owned:
