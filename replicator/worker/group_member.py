@@ -181,22 +181,22 @@ class GroupMember(ABC):
     def _reach_coordinator(self) -> None:
         """Before the source consumer is closed at a hold's end: wait, up to ``timeouts.coordinator`` s, until it
         reaches its group's coordinator again (asked by reading one committed position, which librdkafka waits
-        for the coordinator to answer). librdkafka sends a closing member's leave only while it knows its
-        coordinator, which it finds again with a reconnect backoff that grows to seconds: closed before, the
-        group keeps the member (its partitions, and this worker's id) until its session times out, and the new
-        consumer waits as long ("worker id still held"). The fault harness found it after clean restarts of a
-        one-node source: one rejoin in three to eight took the session timeout."""
+        for the coordinator to answer), whether the worker owns partitions or none. librdkafka sends a closing
+        member's leave only while it knows its coordinator, which it finds again with a reconnect backoff that
+        grows to seconds: closed before, the group keeps the member (its partitions, and this worker's id) until
+        its session times out, and the new consumer waits as long ("worker id still held"). The fault harness
+        found it after clean restarts of a one-node source: one rejoin in three to eight took the session
+        timeout."""
         consumer = self._consumer
         if consumer is None:
             return
-        try:
-            owned = consumer.assignment()[:1]
-        except (KafkaException, RuntimeError):  # a consumer a fatal error left unusable: nothing to leave
-            return
+        # Any partition of the subscription will do: a member that owns none must leave too, or the group's next
+        # assignment gives partitions to it, and they wait for its session to time out (seen in the harness).
+        asked = [TopicPartition(topic, 0) for topic in sorted(self.subscription.partitions)[:1]]
         deadline = time.monotonic() + self.timeouts.coordinator
-        while owned and (left := deadline - time.monotonic()) > 0:
+        while asked and (left := deadline - time.monotonic()) > 0:
             try:
-                consumer.committed(owned, timeout=min(left, 1.0))
+                consumer.committed(asked, timeout=min(left, 1.0))
                 return
             except KafkaException as exc:
                 if exc.args[0].code() not in NO_COORDINATOR:
@@ -205,7 +205,7 @@ class GroupMember(ABC):
                     time.sleep(min(left, 0.1))  # said at once: asked again in a moment
             except RuntimeError:  # closed meanwhile
                 return
-        if owned:
+        if asked:
             log.info("the source consumer did not reach its group's coordinator in %.0f s: closed without its leave, "
                      "the group keeps its partitions until its session times out route=%s", self.timeouts.coordinator,
                      self.route.name)

@@ -1346,3 +1346,32 @@ def test_a_worker_back_from_a_source_restart_leaves_the_group_before_it_joins_ag
     assert worker.worker.id_held_since is None, "the new consumer was refused the worker's id"
     assert worker.finish() is None
     assert_nothing_lost(kafka)
+
+
+def test_a_worker_that_owns_nothing_leaves_the_group_too_before_it_joins_again(kafka: FakeKafka) -> None:
+    """The same restart with two workers and one partition (seed 415 again, after the first fix): the worker that
+    owned nothing closed its old consumer without a leave, the group gave the partition to that stale member at its
+    next assignment, and the partition waited for the member's session to time out (the fakes' assignment may
+    give it to the other worker: the stale member shows in the idle worker's new consumer refused its id)."""
+    kafka["source"].create_topic("solo", 1)
+    config = route_config(kafka, topics="[solo]")
+    timeouts = dataclasses.replace(FAST, coordinator=30.0)
+    workers = {name: WorkerThread(kafka, name, config, timeouts, worker_id=name) for name in ("a", "b")}
+    wait_until(lambda: sum(len(w.worker.inflight.ledgers) for w in workers.values()) == 1, what="one owner",
+               alive=tuple(workers.values()))
+    idle = next(name for name, w in workers.items() if not w.worker.inflight.ledgers)
+    kafka["source"].coordinator_refind_s = 1.0
+    for name in workers:
+        kafka.cut(name, "source")
+    wait_until(lambda: all(w.worker.holding for w in workers.values()), what="both holding",
+               alive=tuple(workers.values()))
+    kafka.heal(idle, "source")  # the idle worker joins again first: the group's next assignment may give it "solo"
+    wait_until(lambda: workers[idle].worker.holding is None, what="the idle worker back", alive=tuple(workers.values()))
+    for name in workers:
+        kafka.heal(name, "source")
+    kafka["source"].append("solo", 0, b"k", b"marker", [], 1_000)
+    wait_until(lambda: [r.value for r in kafka["target"].records("source.solo", 0)][-1:] == [b"marker"]
+               if "source.solo" in kafka["target"].topics else False, what="the marker copied",
+               alive=tuple(workers.values()), timeout=20)
+    assert workers[idle].worker.id_held_since is None, "the idle worker's new consumer was refused its id"
+    assert all(w.finish() is None for w in workers.values())
