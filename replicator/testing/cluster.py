@@ -77,7 +77,7 @@ class FakeCluster:
         self.frozen = False
         self.thaws = 0  # times thawed: a consumer's first fetch after one comes before the group's word
         # A consumer cut off from the cluster (or meeting it frozen) loses its group coordinator, and finds it again
-        # this long after the cluster answers it again: librdkafka reconnects with a backoff that grows to seconds.
+        # this long after the cluster answers it again: librdkafka reconnects, then asks for the coordinator again.
         # Until then it gets no word of its group, its ``committed`` times out, and its close sends no leave (the
         # group keeps the member until its session expires: ``FakeKafka.expire``).
         self.coordinator_refind_s = 0.0

@@ -182,8 +182,8 @@ class GroupMember(ABC):
         """Before the source consumer is closed at a hold's end: wait, up to ``timeouts.coordinator`` s, until it
         reaches its group's coordinator again (asked by reading one committed position, which librdkafka waits
         for the coordinator to answer), whether the worker owns partitions or none. librdkafka sends a closing
-        member's leave only while it knows its coordinator, which it finds again with a reconnect backoff that
-        grows to seconds: closed before, the group keeps the member (its partitions, and this worker's id) until
+        member's leave only while it knows its coordinator, which it finds again only after it reconnected and
+        asked for it: closed before, the group keeps the member (its partitions, and this worker's id) until
         its session times out, and the new consumer waits as long ("worker id still held"). The fault harness
         found it after clean restarts of a one-node source: one rejoin in three to eight took the session
         timeout."""

@@ -1329,8 +1329,8 @@ def test_a_worker_cut_off_past_its_session_copies_nothing_of_what_it_no_longer_o
 
 def test_a_worker_back_from_a_source_restart_leaves_the_group_before_it_joins_again(kafka: FakeKafka) -> None:
     """Found by the fault harness (seed 415, clean restarts of a one-node source): at the hold's end the worker
-    closed its old consumer while librdkafka had not found the group's coordinator again (it reconnects with a
-    growing backoff), so its close sent no leave; the group kept the member, and the new consumer was refused the
+    closed its old consumer while librdkafka had not found the group's coordinator again (it reconnects, then asks
+    for it), so its close sent no leave; the group kept the member, and the new consumer was refused the
     worker's id ("worker id still held") until the session timed out (10.8 s instead of 1-2 s; 45 s by Kafka's
     default). Here the session never times out by itself: before, the copy after the restart never came."""
     produce(kafka["source"], 100)
