@@ -20,6 +20,7 @@ from replicator.domain.commit_pace import CommitPace
 from replicator.domain.offset_sync import encode_sync
 from replicator.kafka import pausing
 from replicator.kafka.clients import close_within
+from replicator.kafka.groups import SETTLING
 from replicator.logs import listed
 from replicator.worker import metrics
 from replicator.worker.assignment import PLACEHOLDER
@@ -36,11 +37,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-# What a read of committed positions says while the consumer has not reached its group's coordinator (or the
-# coordinator is still loading the group after its broker's restart).
-NO_COORDINATOR = frozenset({KafkaError._TIMED_OUT, KafkaError._WAIT_COORD, KafkaError._TRANSPORT,
-                            KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
-                            KafkaError.NOT_COORDINATOR})
+# What a read of committed positions says while the consumer has not reached its group's coordinator: librdkafka's
+# own waits, and the coordinator's answers while it settles (loading the group after its broker's restart).
+NO_COORDINATOR = ("_TIMED_OUT", "_WAIT_COORD", "_TRANSPORT", *SETTLING)
 
 
 class GroupMember(ABC):
@@ -188,27 +187,26 @@ class GroupMember(ABC):
         found it after clean restarts of a one-node source: one rejoin in three to eight took the session
         timeout."""
         consumer = self._consumer
-        if consumer is None:
+        if consumer is None or not self.subscription.partitions:
             return
         # Any partition of the subscription will do: a member that owns none must leave too, or the group's next
         # assignment gives partitions to it, and they wait for its session to time out (seen in the harness).
-        asked = [TopicPartition(topic, 0) for topic in sorted(self.subscription.partitions)[:1]]
+        asked = [TopicPartition(min(self.subscription.partitions), 0)]
         deadline = time.monotonic() + self.timeouts.coordinator
-        while asked and (left := deadline - time.monotonic()) > 0:
+        while (left := deadline - time.monotonic()) > 0:
             try:
                 consumer.committed(asked, timeout=min(left, 1.0))
                 return
             except KafkaException as exc:
-                if exc.args[0].code() not in NO_COORDINATOR:
+                if exc.args[0].name() not in NO_COORDINATOR:
                     return  # the coordinator's answer (a member it fenced meanwhile, say): it is reached
                 if exc.args[0].code() != KafkaError._TIMED_OUT:
                     time.sleep(min(left, 0.1))  # said at once: asked again in a moment
             except RuntimeError:  # closed meanwhile
                 return
-        if asked:
-            log.info("the source consumer did not reach its group's coordinator in %.0f s: closed without its leave, "
-                     "the group keeps its partitions until its session times out route=%s", self.timeouts.coordinator,
-                     self.route.name)
+        log.info("the source consumer did not reach its group's coordinator in %.0f s: closed without its leave, "
+                 "the group keeps its partitions until its session times out route=%s", self.timeouts.coordinator,
+                 self.route.name)
 
     def _renew_clients(self, reason: str) -> None:
         """New clients for the clients that stopped getting answers: here the source consumer (the group

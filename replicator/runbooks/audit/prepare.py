@@ -27,15 +27,12 @@ from replicator.domain.topic_selection import select_topics
 from replicator.errors import ClusterError, ConfigError, UsageError
 from replicator.kafka.admin import connected_admin
 from replicator.kafka.clients import admin_settings
+from replicator.kafka.groups import SETTLING  # a fresh cluster's coordinator answers these for a few seconds
 from replicator.kafka.topic_describes import topic_ids
 from replicator.kafka.topics import source_partitions
 from replicator.runbooks.audit.spec import AuditSpec, TopicSpec
 
 log = logging.getLogger(__name__)
-
-# A fresh cluster's group coordinator answers these for a few seconds: ask again.
-_SETTLING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
-
 
 def prepare_spec(config: Config, route_name: str, window: AuditWindow, topics: Iterable[str] | None = None,
                  run_key: str | None = None, config_path: str | None = None, timeout: float = 15.0) -> AuditSpec:
@@ -170,7 +167,7 @@ def _committed(config: Config, route: RouteConfig, admin: AdminClient, partition
                 found = consumer.committed(wanted, timeout=timeout)
                 break
             except KafkaException as exc:
-                if exc.args[0].name() not in _SETTLING or time.monotonic() > deadline:
+                if exc.args[0].name() not in SETTLING or time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
     finally:
