@@ -30,7 +30,8 @@ LATEST = cast(Callable[[], OffsetSpec], OffsetSpec.latest)()
 
 
 # Answers that mean the client's metadata names an old leader: it is renewed and the partitions asked once more.
-STALE_LEADER = frozenset({"FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "NOT_LEADER_OR_FOLLOWER"})
+# librdkafka's names: Kafka's NOT_LEADER_OR_FOLLOWER (code 6) is its NOT_LEADER_FOR_PARTITION.
+STALE_LEADER = frozenset({"FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "NOT_LEADER_FOR_PARTITION"})
 
 
 def _send(admin: AdminClient, partitions: Sequence[Partition], spec: OffsetSpec, timeout: float,

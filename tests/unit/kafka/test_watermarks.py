@@ -80,3 +80,34 @@ def test_a_client_whose_metadata_names_an_old_leader_renews_it_and_reads_the_end
     assert ends(client, "source", [("orders", 1)], stable=True) == {("orders", 1): 11}
     kafka["source"].elect("audit", 0, node=2)
     assert watermarks(client, [("orders", 1), ("audit", 0)]) == {("orders", 1): (0, 11), ("audit", 0): (4, 10)}
+
+
+def test_a_partition_answered_not_leader_is_asked_again_after_the_metadata_is_renewed(kafka: FakeKafka) -> None:
+    """librdkafka names Kafka's NOT_LEADER_OR_FOLLOWER (code 6) NOT_LEADER_FOR_PARTITION: the renewal of the
+    client's metadata before asking again looked for the Java name, so a partition answered so by a node no longer
+    its leader failed the read (a watermark, a fence watch's end) instead of being asked of the new leader."""
+    from concurrent.futures import Future
+
+    from confluent_kafka import KafkaError
+
+    client = FakeAdmin({}, kafka["source"])
+    real = client.list_offsets
+    renewed = []
+
+    def old_leader_first(offsets, **kwargs):  # type: ignore[no-untyped-def]
+        answers = real(offsets, **kwargs)
+        if renewed:
+            return answers
+        refused: Future[object] = Future()
+        refused.set_exception(KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION,
+                                                        "Broker: Not leader for partition")))
+        return {tp: refused for tp in answers}
+
+    def list_topics(*args, **kwargs):  # type: ignore[no-untyped-def]
+        renewed.append(True)
+        return FakeAdmin.list_topics(client, *args, **kwargs)
+
+    client.list_offsets = old_leader_first  # type: ignore[method-assign]
+    client.list_topics = list_topics  # type: ignore[method-assign]
+    assert ends(cast(AdminClient, client), "source", [("orders", 1)]) == {("orders", 1): 10}
+    assert renewed
