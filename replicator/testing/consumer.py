@@ -20,6 +20,7 @@ from confluent_kafka import (
 )
 
 from replicator.testing.cluster import FakeCluster, FakeLog
+from replicator.testing.consumer_faults import ConsumerFaults
 from replicator.testing.login import FakeLogin, serving_callback
 from replicator.testing.message import FakeMessage
 from replicator.testing.process import FakeProcess
@@ -37,7 +38,7 @@ class FakeGroupMetadata:
     epoch: int
 
 
-class FakeConsumer(FakeLogin):
+class FakeConsumer(ConsumerFaults, FakeLogin):
     """Subscribe, consume (rebalance callbacks served here), pause, seek, store and commit offsets. With
     ``isolation.level`` read_committed (librdkafka's default) it reads no further than the last stable offset
     and skips aborted records; markers are never returned."""
@@ -219,24 +220,6 @@ class FakeConsumer(FakeLogin):
         self.errors = deque(e for e in self.errors if (e.topic(), e.partition()) != key)
         if key in self.queries:  # its answer will be outdated: librdkafka asks again
             self.requeries[key] = self.queries.pop(key)
-
-    def silence(self, topic: str, partition: int, seek_cures: bool = True) -> None:
-        """librdkafka no longer fetching an assigned partition, and saying nothing (strimzi #10612, after a
-        rebalance): its position stays while its log grows, until the application seeks it (unless not
-        ``seek_cures``) or a consumer is assigned it again."""
-        self.silenced[(topic, partition)] = seek_cures
-
-    def deafen(self, close_blocks: threading.Event | None = None) -> None:
-        """This client no longer getting answers from a cluster that answers every other client (seen with
-        exactly-once after a clean restart of the source broker): it fetches nothing and says nothing, and
-        reading committed offsets times out. Seeks do not cure it; a new consumer works. With ``close_blocks``
-        its close does not return until that event is set (seen too)."""
-        self.deaf, self.close_blocks = True, close_blocks
-
-    def drift(self, topic: str, partition: int, offset: int) -> None:
-        """librdkafka moving an assigned partition's fetch position on its own, with no seek of the
-        application (seen in chaos runs: records already copied came again from the log start)."""
-        self.positions[(topic, partition)] = offset
 
     def answer_offset_queries(self) -> None:
         """The answers to the queries librdkafka asked again arrive (over a slow or cut link, any time
@@ -478,13 +461,6 @@ class FakeConsumer(FakeLogin):
         if self.joined and self._finds_coordinator():  # librdkafka skips the leave while it has no coordinator
             self.group.leave(self.member_id)
         self.closed = True
-
-    def crash(self, expire: bool = True) -> None:
-        """Die like ``kill -9``: nothing more committed; the session expires at once (or when the
-        test says, with ``FakeKafka.expire``)."""
-        self.closed = True
-        if expire:
-            self.group.expire(self.member_id)
 
 
 def _partition(topic: str, partition: int, offset: int, note: str | None) -> TopicPartition:

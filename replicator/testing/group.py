@@ -30,6 +30,13 @@ if TYPE_CHECKING:
 TP = tuple[str, int]
 
 
+def id_still_used() -> KafkaException:
+    """librdkafka's fatal error when the coordinator refuses a static id it still gives to a member
+    (UNRELEASED_INSTANCE_ID)."""
+    return KafkaException(KafkaError(KafkaError._FATAL, "Fatal error: Broker: The instance ID is still used by "
+                                     "another member in the consumer group", fatal=True))
+
+
 @dataclass(slots=True)
 class Member:
     """What the coordinator knows of one member."""
@@ -62,9 +69,7 @@ class FakeGroup:
             member = self.members.get(member_id)
             if member is not None and member.token != token:
                 if not member.expired:
-                    raise KafkaException(KafkaError(
-                        KafkaError._FATAL, "Fatal error: Broker: The instance ID is still used by another member "
-                        "in the consumer group", fatal=True))
+                    raise id_still_used()
                 member = None  # the crashed holder timed out: a new member takes the id
             if member is None:
                 member = self.members[member_id] = Member(list(topics), token)

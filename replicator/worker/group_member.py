@@ -62,6 +62,7 @@ class GroupMember(ABC):
     unsafe: bool
     _retry_at: float
     id_held_since: float | None
+    group_joined: bool  # the group gave partitions to this worker's current member client
     worker_id: str | None
     label: str  # how the worker is named as an owner: ``--worker-id@host:pid`` (``route_worker.worker_label``)
     _rejoin_at: float | None
@@ -150,11 +151,26 @@ class GroupMember(ABC):
         now = time.monotonic()
         if self.id_held_since is None:
             self.id_held_since = now
+            self._say_id_held()
+        self._rejoin_at = now + self.timeouts.rejoin
+
+    def _say_id_held(self) -> None:
+        """Whose membership holds the id. Refused to a client the group had given partitions to, the id is held
+        by that client's own membership, which the coordinator fenced (seen on Kafka 4.1 after the group's
+        coordinator stalled while the assignment moved: released when that membership's session times out), or
+        by a worker started under the same id while this one was out of touch (its session ran out meanwhile).
+        Refused to a new client, by this worker's crashed process or a running worker with the same id."""
+        if self.group_joined:
+            log.warning("worker id refused to this worker's member after the group's coordinator fenced it: held "
+                        "by its own fenced membership until that session times out (as after a stall of the "
+                        "coordinator), or taken by a worker started with the same id while this one was out of "
+                        "touch; joining again every %.0f s route=%s worker_id=%s", self.timeouts.rejoin,
+                        self.route.name, self.worker_id)
+        else:
             log.warning("worker id still held by an earlier member of the group (this worker's crashed process, "
                         "until the broker's session timeout, or another running worker with the same id): "
                         "joining again every %.0f s route=%s worker_id=%s", self.timeouts.rejoin,
                         self.route.name, self.worker_id)
-        self._rejoin_at = now + self.timeouts.rejoin
 
     def _rejoin(self) -> None:
         self._rejoin_at = None
@@ -174,7 +190,7 @@ class GroupMember(ABC):
             finally:
                 self.renewing = False
         self._forget(set(self.inflight.ledgers) | self.unplaced)
-        self._consumer = self._new_consumer()
+        self._consumer, self.group_joined = self._new_consumer(), False
         self._subscribe(sorted(self.subscription.partitions))
 
     def _reach_coordinator(self) -> None:
@@ -269,6 +285,7 @@ class GroupMember(ABC):
             return
         start = [TopicPartition(tp.topic, tp.partition, PLACEHOLDER) for tp in partitions]
         consumer.incremental_assign(start)
+        self.group_joined = True
         pausing.pause(consumer, start)
         keys = {(tp.topic, tp.partition) for tp in partitions}
         self.unplaced.update(keys)

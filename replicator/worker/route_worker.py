@@ -168,6 +168,7 @@ class RouteWorker(HeldApart):
         self._assignment_at = time.monotonic() + self.timeouts.assignment
         self._asking_often_until = 0.0  # a minute after the last change of this worker's assignment
         self.id_held_since: float | None = None
+        self.group_joined = False  # see GroupMember._say_id_held
         self._producer: Producer | None = None
         self.producer_watch = ProducerWatch(timeouts.stalled)
         self.loop_watch = LoopWatch(route.name, timeouts.stalled, tick=self.clients.checkpoint, cpu=self.clients.cpu)

@@ -126,7 +126,7 @@ class TargetMember(RouteWorker):
         """A new member of the positions group: the worker id was still held there (a crashed process of this
         worker), or (``wedged``) the member may have stopped getting answers."""
         self._rejoin_at = None
-        old, self._member = self._member, self._new_member()
+        old, self._member, self.group_joined = self._member, self._new_member(), False
         if old is not None:
             self._close_client(old, "the member of the positions group", wedged)
         self._abort("the positions group took this worker's membership back" if not wedged
@@ -186,6 +186,7 @@ class TargetMember(RouteWorker):
         if self._left_behind(member):
             return
         member.incremental_assign(partitions)
+        self.group_joined = True
         pausing.pause(member, partitions)
         given = self._sources_of(partitions)
         self._sources.update(given)

@@ -892,3 +892,25 @@ def test_an_offset_sync_refused_by_a_fenced_producer_replaces_the_producer_and_s
     worker._sync_not_produced(refused)
     assert worker.failure is None
     assert worker._lost_producer is not None  # the loop replaces it, and copies again from the last commit
+
+
+def test_a_worker_whose_positions_member_was_fenced_says_so_and_goes_on_once_the_id_is_released(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """The positions group's coordinator (on the target) fenced the worker's member and refuses its id until that
+    membership's session times out (Kafka 4.1 after a stall of the coordinator): the worker says so, not "an
+    earlier member ... this worker's crashed process", and copies on, exactly once, after the session."""
+    caplog.set_level(logging.INFO, "replicator.worker")
+    produce(kafka["source"], 100)
+    a = eos_worker(kafka, "a", worker_id="w1")
+    wait_until(lambda: all_visible(kafka, 100) and positions_at(kafka, 100), what="the first copy", alive=(a,))
+    member = next(c for c in kafka.consumers["a"] if c.cluster is kafka["target"])
+    member.fence()
+    produce(kafka["source"], 100, start=100)
+    wait_until(lambda: a.worker.id_held_since is not None, what="the id refused", alive=(a,))
+    assert "worker id refused to this worker's member after the group's coordinator fenced it" in caplog.text
+    assert "worker id still held" not in caplog.text
+    kafka.expire("a")  # the fenced membership's session times out
+    wait_until(lambda: all_visible(kafka, 200) and positions_at(kafka, 200), what="the copy after the session",
+               alive=(a,))
+    assert a.finish() is None
+    assert_exactly_once(kafka)

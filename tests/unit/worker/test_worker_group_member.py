@@ -146,3 +146,27 @@ def test_a_hand_over_the_target_does_not_answer_drops_what_was_not_sent_so_nothi
     for p in range(PARTITIONS):  # b's producer wrote nothing it had queued before its hand-over
         assert copies(kafka, p) == originals(kafka, p), f"partition {p}: a duplicate or a gap"
     assert committed(kafka) == {p: 150 for p in range(PARTITIONS)}
+
+
+def test_a_worker_the_coordinator_fenced_says_whose_membership_holds_its_id_and_copies_once_it_is_released(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
+    """Seen in a fault run on Kafka 4.1 (a source freeze right after another fault): the group's coordinator fenced
+    a worker's member and refused its id until that membership's session timed out. The worker said "worker id
+    still held by an earlier member of the group (this worker's crashed process, ..., or another running worker
+    with the same id)", though it had neither crashed nor a twin."""
+    caplog.set_level(logging.INFO, "replicator.worker")
+    produce(kafka["source"], 50)
+    worker = WorkerThread(kafka, "a", route_config(kafka), worker_id="w1")
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
+    kafka.consumers["a"][-1].fence()
+    produce(kafka["source"], 50, start=50)
+    wait_until(lambda: worker.worker.id_held_since is not None, what="the id refused", alive=(worker,))
+    assert len(said(caplog, "worker id refused to this worker's member after the group's coordinator fenced it")) == 1
+    assert said(caplog, "worker id still held") == []
+    kafka.expire("a")  # the fenced membership's session times out
+    wait_until(lambda: all_copied(kafka) and committed(kafka) == {p: 100 for p in range(PARTITIONS)},
+               what="the copy once the id is released, committed to the ends", alive=(worker,))
+    assert worker.finish() is None
+    assert any(r.getMessage().startswith("worker id released: joined the group") for r in caplog.records)
+    for p in range(PARTITIONS):  # at least once, in order: the first copy of each record in the source's order
+        assert list(dict.fromkeys(copies(kafka, p))) == originals(kafka, p), f"partition {p}"
