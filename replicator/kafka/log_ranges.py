@@ -47,19 +47,35 @@ def _asked(admin: AdminClient, partitions: Sequence[Partition], specs: Sequence[
     """One ListOffsets of each of ``specs`` for all ``partitions`` (to each leader), all in flight at once; each
     partition's answers. librdkafka's admin client sends the leader epoch its metadata holds and, answered
     FENCED_LEADER_EPOCH once the leader moved or its node restarted, fails the partition without renewing its
-    metadata, at every later request of the client too: such partitions are asked again once after the client's
-    metadata is renewed (a failover's fence watch read the same ends before and after a leader election)."""
+    metadata, at every later request of the client too; and it sends the request to the leader its metadata
+    names, so a dead node's partitions are answered with no offset, after the request's timeout, until then
+    (``_lost_a_node``). Such partitions are asked again once after the client's metadata is renewed (a failover's
+    fence watch read the same ends before and after a leader election; a worker's placing after a source node
+    died failed for 40 s)."""
     answers = [_send(admin, partitions, spec, timeout, stable) for spec in specs]
-    stale = sorted({key for answer in answers for key, future in answer.items()
-                    if error_name(future.exception(timeout=timeout + 5) or Exception()) in STALE_LEADER})
-    if stale:
+    stale = {key for answer in answers for key, future in answer.items()
+             if error_name(future.exception(timeout=timeout + 5) or Exception()) in STALE_LEADER}
+    unanswered = {key for answer in answers for key, future in answer.items()
+                  if future.exception() is None and future.result().offset < 0}
+    if stale or unanswered:
         try:
-            admin.list_topics(timeout=timeout)
+            metadata = admin.list_topics(timeout=timeout)
         except KafkaException:
-            return answers  # the stale answers stand: the caller's error names them
-        for answer, spec in zip(answers, specs, strict=True):
-            answer.update(_send(admin, stale, spec, timeout, stable))
+            return answers  # the answers stand: the caller's error names them
+        again = sorted(stale | {key for key in unanswered if _lost_a_node(metadata, key)})
+        for answer, spec in (zip(answers, specs, strict=True) if again else ()):
+            answer.update(_send(admin, again, spec, timeout, stable))
     return answers
+
+
+def _lost_a_node(metadata: Any, key: Partition) -> bool:
+    """Whether a node holding a copy of ``key`` is gone from the cluster (dead, or stopped): its partitions have
+    new leaders, which the client's metadata, just renewed, now names. A partition unanswered while every node of
+    it is up has a leader out of this client's reach (black-holed for it): asked again, it would wait out another
+    request timeout for the same answer."""
+    topic = metadata.topics.get(key[0])
+    partition = topic.partitions.get(key[1]) if topic is not None else None
+    return partition is not None and any(node not in metadata.brokers for node in partition.replicas)
 
 
 def watermarks(admin: AdminClient, partitions: Sequence[Partition],

@@ -24,6 +24,7 @@ class PartitionMeta:
     """A partition of ``list_topics``."""
 
     leader: int
+    replicas: list[int] = field(default_factory=lambda: [1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +100,11 @@ class FakeAdmin(FakeLogin):
         # list_topics. librdkafka's ListOffsets sends the epoch it holds and, answered FENCED_LEADER_EPOCH after a
         # leader moved or restarted, fails the partition without renewing it (seen on Kafka 4.1, librdkafka 2.16).
         self._epochs: dict[tuple[str, int], int] = {}
+        # The leader this client's metadata names, learnt and renewed as the epochs are. librdkafka sends a
+        # partition's ListOffsets to it: a dead node never answers, and the request times out into an answer
+        # with no error and no offset, at every request until the metadata is renewed (a probe on Kafka 4.1: 60 s
+        # after the new leader was elected; one list_topics, answered at once).
+        self._leaders: dict[tuple[str, int], int] = {}
 
     def _check(self, request: str = "") -> None:
         if self.deaf:
@@ -110,12 +116,16 @@ class FakeAdmin(FakeLogin):
         """Every topic and its partitions."""
         self._check("list_topics")
         with self.cluster.lock:
-            topics = {name: TopicMeta({p: PartitionMeta(self.cluster.leader(name, p)) for p in range(len(t.logs))})
+            nodes = sorted(self.cluster.nodes())
+            topics = {name: TopicMeta({p: PartitionMeta(self.cluster.leader(name, p), nodes)
+                                       for p in range(len(t.logs))})
                       for name, t in self.cluster.topics.items() if topic is None or name == topic}
-            nodes = {1, *self.cluster.leaders.values()}
             self._epochs.update({(name, p): self.cluster.leader_epochs.get((name, p), 0)
                                  for name, meta in topics.items() for p in meta.partitions})
-        return Metadata(self.cluster.cluster_id, topics, {node: f"fake-{node}:9092" for node in sorted(nodes)})
+            self._leaders.update({(name, p): part.leader for name, meta in topics.items()
+                                  for p, part in meta.partitions.items()})
+        return Metadata(self.cluster.cluster_id, topics,
+                        {node: f"fake-{node}:9092" for node in nodes if node not in self.cluster.dead})
 
     def describe_topics(self, topics: TopicCollection, request_timeout: float = -1) -> dict[str, Future[Description]]:
         """Each topic's id."""
@@ -179,11 +189,14 @@ class FakeAdmin(FakeLogin):
         self._check("list_offsets")
 
         def listed(tp: TopicPartition, spec: OffsetSpec) -> ListedOffset:
-            epoch = self.cluster.leader_epochs.get((tp.topic, tp.partition), 0)
-            if self._epochs.setdefault((tp.topic, tp.partition), epoch) < epoch:
+            key = (tp.topic, tp.partition)
+            if self._leaders.setdefault(key, self.cluster.leader(*key)) in self.cluster.dead:
+                return ListedOffset(OFFSET_INVALID)  # seen on real brokers: no error, no offset
+            epoch = self.cluster.leader_epochs.get(key, 0)
+            if self._epochs.setdefault(key, epoch) < epoch:
                 raise KafkaException(KafkaError(KafkaError.FENCED_LEADER_EPOCH,
                                                 "Broker: Leader epoch is older than broker epoch"))
-            if self.cluster.out_of_reach(tp.topic, tp.partition):  # seen on real brokers: no error, no offset
+            if self.cluster.out_of_reach(*key):  # black-holed: the same answer
                 return ListedOffset(OFFSET_INVALID)
             low, high = self.cluster.watermarks(tp.topic, tp.partition)
             if spec != EARLIEST and isolation_level == IsolationLevel.READ_COMMITTED:

@@ -116,6 +116,8 @@ class FakeCluster:
         # are written and reported around them (librdkafka queues per partition); metadata still answers.
         self.leaders: dict[tuple[str, int], int] = {}
         self.cut_off: set[int] = set()
+        # Nodes killed (``kill_node``): gone from the cluster's metadata, their partitions led by another node.
+        self.dead: set[int] = set()
         # Each partition's leader epoch (0 unless raised by ``elect``: a leader moved, or its node restarted).
         self.leader_epochs: dict[tuple[str, int], int] = {}
         # Producers whose commit never completes, counted down as producers begin committing: librdkafka answers
@@ -160,6 +162,20 @@ class FakeCluster:
             if node is not None:
                 self.leaders[(topic, partition)] = node
             self.leader_epochs[(topic, partition)] = self.leader_epochs.get((topic, partition), 0) + 1
+
+    def kill_node(self, node: int, successor: int) -> None:
+        """Node ``node`` dies and the cluster elects ``successor`` leader of each partition it led (every
+        partition has a copy on every node). Clients that cached the old leader send it their requests until
+        they renew their metadata."""
+        with self.lock:
+            self.dead.add(node)
+            for key in [key for key, leader in self.leaders.items() if leader == node]:
+                self.leaders[key] = successor
+                self.leader_epochs[key] = self.leader_epochs.get(key, 0) + 1
+
+    def nodes(self) -> set[int]:
+        """Every node the cluster has had (node 1, the leaders named, the dead)."""
+        return {1, *self.leaders.values(), *self.dead}
 
     def out_of_reach(self, topic: str, partition: int) -> bool:
         """Whether the leader of ``topic[partition]`` is cut off from the producers."""

@@ -111,3 +111,39 @@ def test_a_partition_answered_not_leader_is_asked_again_after_the_metadata_is_re
     client.list_topics = list_topics  # type: ignore[method-assign]
     assert ends(cast(AdminClient, client), "source", [("orders", 1)]) == {("orders", 1): 10}
     assert renewed
+
+
+def test_a_partition_whose_leader_died_is_asked_of_its_new_leader_after_the_metadata_is_renewed(
+        kafka: FakeKafka) -> None:
+    """Found by the fault harness (three-node clusters, a source node killed while a worker left): librdkafka's
+    admin client sends ListOffsets to the leader its metadata names, and a dead node's partitions were answered
+    with no offset, after the request's timeout, at every request (a probe on Kafka 4.1: for 60 s after the new
+    leaders were elected, 10 s each). The worker placing its partitions failed and blocked its loop each time;
+    a failover's fence watch would fail the same way."""
+    kafka["source"].leaders[("orders", 1)] = 3
+    kafka["source"].leaders[("audit", 0)] = 2
+    client = admin(kafka)
+    assert watermarks(client, [("orders", 1), ("audit", 0)]) == {("orders", 1): (0, 10), ("audit", 0): (4, 10)}
+    kafka["source"].kill_node(3, successor=2)
+    kafka["source"].append("orders", 1, None, b"o10")
+    assert watermarks(client, [("orders", 1), ("audit", 0)]) == {("orders", 1): (0, 11), ("audit", 0): (4, 10)}
+    assert ends(client, "source", [("orders", 1)]) == {("orders", 1): 11}
+
+
+def test_a_leader_out_of_reach_but_alive_is_not_asked_twice(kafka: FakeKafka) -> None:
+    """A node black-holed for this client only is still the leader the cluster names: asking again would wait out
+    a second request timeout for the same answer, with the worker's loop held meanwhile."""
+    client = FakeAdmin({}, kafka["source"])
+    kafka["source"].leaders[("orders", 1)] = 2
+    kafka["source"].cut_off.add(2)
+    asked = []
+    real = client.list_offsets
+
+    def counted(offsets, **kwargs):  # type: ignore[no-untyped-def]
+        asked.append(sorted((tp.topic, tp.partition) for tp in offsets))
+        return real(offsets, **kwargs)
+
+    client.list_offsets = counted  # type: ignore[method-assign]
+    with pytest.raises(ClusterError, match=r"log range of orders\[1\] not known"):
+        watermarks(cast(AdminClient, client), [("orders", 0), ("orders", 1)])
+    assert asked == [[("orders", 0), ("orders", 1)]] * 2  # the log start and the end, each asked once
