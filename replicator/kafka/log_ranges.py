@@ -24,6 +24,9 @@ from replicator.kafka.admin import error_name, error_text
 from replicator.kafka.clients import admin_settings
 
 TIMEOUT_S = 15.0
+# How long the renewal of the client's metadata after answers with no offset may take: when the whole cluster is
+# out of reach (a one-node source down) it fails, and the caller's error stands; not a second request timeout.
+RENEWAL_S = 3.0
 # confluent-kafka's own stubs leave these two untyped.
 EARLIEST = cast(Callable[[], OffsetSpec], OffsetSpec.earliest)()
 LATEST = cast(Callable[[], OffsetSpec], OffsetSpec.latest)()
@@ -59,7 +62,7 @@ def _asked(admin: AdminClient, partitions: Sequence[Partition], specs: Sequence[
                   if future.exception() is None and future.result().offset < 0}
     if stale or unanswered:
         try:
-            metadata = admin.list_topics(timeout=timeout)
+            metadata = admin.list_topics(timeout=timeout if stale else min(timeout, RENEWAL_S))
         except KafkaException:
             return answers  # the answers stand: the caller's error names them
         again = sorted(stale | {key for key in unanswered if _lost_a_node(metadata, key)})

@@ -9,7 +9,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from replicator.errors import ClusterError
-from replicator.kafka.log_ranges import ends, watermarks
+from replicator.kafka.log_ranges import RENEWAL_S, ends, watermarks
 from replicator.testing import FakeKafka
 from replicator.testing.admin import FakeAdmin
 
@@ -143,7 +143,17 @@ def test_a_leader_out_of_reach_but_alive_is_not_asked_twice(kafka: FakeKafka) ->
         asked.append(sorted((tp.topic, tp.partition) for tp in offsets))
         return real(offsets, **kwargs)
 
+    renewals = []
+
+    def list_topics(*args, **kwargs):  # type: ignore[no-untyped-def]
+        renewals.append(kwargs["timeout"])
+        return FakeAdmin.list_topics(client, *args, **kwargs)
+
     client.list_offsets = counted  # type: ignore[method-assign]
+    client.list_topics = list_topics  # type: ignore[method-assign]
     with pytest.raises(ClusterError, match=r"log range of orders\[1\] not known"):
         watermarks(cast(AdminClient, client), [("orders", 0), ("orders", 1)])
     assert asked == [[("orders", 0), ("orders", 1)]] * 2  # the log start and the end, each asked once
+    # The renewal that found every node up is bounded: were the whole cluster out of reach, it would fail, and a
+    # second request timeout on top of the first would hold the worker's loop twice as long.
+    assert len(renewals) == 1 and 0 < renewals[0] <= RENEWAL_S
