@@ -59,6 +59,7 @@ class FakeConsumer(ConsumerFaults, FakeLogin):
         self.stuck: set[TP] = set()  # after a failed reset: seek refused until assigned again
         self.silenced: dict[TP, bool] = {}  # fetched no more, without a word -> whether a seek cures it
         self.deaf = False  # no answer from its cluster any more, though the cluster answers other clients
+        self.group_deaf = False  # nor from its group's coordinator (``lose_coordinator``)
         self.close_blocks: threading.Event | None = None  # a wedged close: it waits for this event
         # Topics this client never takes up (the fault harness saw a librdkafka member do so; why is not known):
         # their partitions the group gives it are neither handed to the application nor acknowledged, and the
@@ -279,7 +280,7 @@ class FakeConsumer(ConsumerFaults, FakeLogin):
         if not reaches and not self._was_cut:
             self.client_errors.append(KafkaError(KafkaError._TRANSPORT, f"GroupCoordinator: {self.cluster.name}: "
                                                  "Connect failed: No route to host"))
-        found = self._finds_coordinator()
+        found = self._finds_coordinator() and not self.group_deaf
         if reaches and found and not self._was_cut and not woke and not self.cluster.frozen:  # frozen: says nothing
             self._serve_group()
         self._was_cut = not reaches
@@ -453,12 +454,12 @@ class FakeConsumer(ConsumerFaults, FakeLogin):
             return
         if self.close_blocks is not None:
             self.close_blocks.wait()  # what it waits for never answers (until the test says so)
-        if self.joined:
+        if self.joined and not self.group_deaf:  # one that lost its coordinator hears nothing of the group
             self.unsubscribe()
             self._serve_group()
         if self.auto_commit and self.stored:
             self._commit_stored(raise_errors=False)
-        if self.joined and self._finds_coordinator():  # librdkafka skips the leave while it has no coordinator
+        if self.joined and self._finds_coordinator() and not self.group_deaf:  # no leave without a coordinator
             self.group.leave(self.member_id)
         self.closed = True
 

@@ -17,7 +17,7 @@ TP = tuple[str, int]
 
 
 class ConsumerFaults:
-    """Silenced partitions, a deaf client, a drifting position, a fenced member, a crash."""
+    """Silenced partitions, a deaf client, a lost coordinator, a drifting position, a fenced member, a crash."""
 
     closed: bool
     member_id: str
@@ -25,6 +25,7 @@ class ConsumerFaults:
     positions: dict[TP, int | None]
     silenced: dict[TP, bool]
     deaf: bool
+    group_deaf: bool
     close_blocks: threading.Event | None
     fatal: KafkaException | None
     errors: deque[FakeMessage]
@@ -41,6 +42,13 @@ class ConsumerFaults:
         reading committed offsets times out. Seeks do not cure it; a new consumer works. With ``close_blocks``
         its close does not return until that event is set (seen too)."""
         self.deaf, self.close_blocks = True, close_blocks
+
+    def lose_coordinator(self) -> None:
+        """Deaf (``deafen``), and to its group's coordinator too: its heartbeats go nowhere, and it hears nothing
+        of its session running out, keeping what it owned as if nothing happened (seen after a clean restart of
+        a one-node source: one worker's consumer said nothing of the outage, fetched nothing after it, and did not
+        hear that the group gave its partitions to the others; the long fault run, seed 444)."""
+        self.deaf = self.group_deaf = True
 
     def drift(self, topic: str, partition: int, offset: int) -> None:
         """librdkafka moving an assigned partition's fetch position on its own, with no seek of the

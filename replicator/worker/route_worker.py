@@ -137,6 +137,7 @@ class RouteWorker(HeldApart):
         self.release_watch = ReleaseWatch(self.withheld_watch.after * HOLDER_SHARE)
         self.kept_watch = KeptWatch(self.release_watch.after)
         self._withheld_member: Membership | None = None
+        self._unknown_since: tuple[Membership, float] | None = None  # see Watches._watch_unknown
         self.merged: frozenset[str] = frozenset()  # the subscription's, kept here for the hot path
         self.failure: str | None = None
         self.unsafe = False  # a callback failed: commit nothing more
@@ -276,9 +277,9 @@ class RouteWorker(HeldApart):
             self._watch_stuck(look.ends)
         if look.group_unread is not None:  # the withheld watch is blind meanwhile: said once, and when it sees again
             self.links.trouble("reading what the group gave this worker", look.group_unread)
-        elif look.group is not None:
+        elif look.group is not None or look.unknown_member is not None:
             self.links.clear("reading what the group gave this worker")
-            self._watch_withheld(*look.group)
+            self._watch_membership(look.group, look.unknown_member)
 
     def _share_limit(self) -> None:
         """This worker's part of the route's rate limit, by its share of the route's partitions."""

@@ -103,6 +103,7 @@ class Look:
     # None: not asked, or not answered.
     group: tuple[Membership, GroupSays] | None = None
     group_unread: ClusterError | None = None  # why the group was asked and did not answer
+    unknown_member: Membership | None = None  # the worker's member, which the group answered it does not know
 
 
 class Subscription:
@@ -307,7 +308,9 @@ class Subscription:
             return dataclasses.replace(found, group_unread=exc)
         log.debug("group assignment read route=%s group=%s member=%s given=%s", self.route.name, member.group,
                   member.member, "unknown member" if said is None else len(said.given))
-        return dataclasses.replace(found, group=None if said is None else (member, said))
+        if said is None:
+            return dataclasses.replace(found, unknown_member=member)
+        return dataclasses.replace(found, group=(member, said))
 
     def target_answers(self, timeout: float = 5.0) -> bool:
         """Whether the target cluster answers a metadata request now (its admin client, not the producer)."""

@@ -34,6 +34,9 @@ PLACING_GIVE_UP_S = 60.0
 # (``stuck_after``, if shorter): its client no longer fetches (librdkafka #5153). One partition counts too: for it,
 # new clients cure what a re-seek would, and a deaf client could not re-seek (join-eos-29: a worker owning one
 # partition waited 120 s for the re-seek, then a minute of placing that failed, before new clients).
+# The group not knowing this worker's member while its client hands it partitions, on two looks this far apart: the
+# member's session ran out unheard (see ``_watch_unknown``).
+UNKNOWN_AFTER_S = 5.0
 LAG_SLICE = 250  # partitions whose lag gauge one loop turn updates (``_publish_lag``)
 STILL_MIN_S = 2.0  # a process standing still less long is a busy machine's scheduling, not a freeze
 
@@ -55,6 +58,7 @@ class Watches(Placing):
     release_watch: ReleaseWatch
     kept_watch: KeptWatch
     _withheld_member: Membership | None  # the member the withheld watch watches
+    _unknown_since: tuple[Membership, float] | None  # a member the group did not know, since when
 
     def _watch_outage(self) -> None:
         """The source out of reach for ``outage_hold`` s: the group may have given this worker's partitions to
@@ -155,6 +159,39 @@ class Watches(Placing):
     def _handed_over(self) -> set[TP]:
         """The partitions of the group the client handed to the worker (owned or being placed)."""
         return set(self.inflight.ledgers) | self.unplaced
+
+    def _watch_membership(self, group: tuple[Membership, GroupSays] | None, unknown: Membership | None) -> None:
+        """What a look read of the group: what it says of this worker's member, or that it does not know it."""
+        if group is not None:
+            self._unknown_since = None
+            self._watch_withheld(*group)
+        elif unknown is not None:
+            self._watch_unknown(unknown)
+
+    def _watch_unknown(self, member: Membership) -> None:
+        """The group does not know this worker's member, while its client still hands the worker partitions: the
+        member's session ran out and the client never heard of it. Seen after a clean restart of a one-node source
+        (the long fault run, seed 444): one worker's consumer reported nothing of the outage and reached neither
+        the restarted coordinator nor the partitions' leader; the group gave its partitions to the others when its
+        session timed out, and the worker stayed silent, copying nothing, until it was restarted 33 s later.
+        Seen on two looks ``UNKNOWN_AFTER_S`` apart, new clients join anew (the id is free: the session that held
+        it ran out)."""
+        if self.holding or self.renewing or member != self._membership():
+            return
+        handed, now = self._handed_over(), time.monotonic()
+        if not handed:
+            self._unknown_since = None
+            return
+        if self._unknown_since is None or self._unknown_since[0] != member:
+            self._unknown_since = (member, now)
+        since = self._unknown_since[1]
+        if now - since < UNKNOWN_AFTER_S:
+            self._assignment_at = min(self._assignment_at, since + UNKNOWN_AFTER_S)  # asked again then
+            return
+        self._unknown_since = None
+        metrics.STUCK.labels(self.route.name, Remedy.REJOIN.value).inc()
+        self._renew_clients(f"group {member.group} no longer knows this worker's member (its session ran out "
+                            f"unheard), though its client still hands it {len(handed)} partitions")
 
     def _watch_withheld(self, member: Membership, said: GroupSays) -> None:
         """Partitions the group gave this worker that its client has not handed over for a while, or that another

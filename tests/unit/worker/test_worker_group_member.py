@@ -170,3 +170,32 @@ def test_a_worker_the_coordinator_fenced_says_whose_membership_holds_its_id_and_
     assert any(r.getMessage().startswith("worker id released: joined the group") for r in caplog.records)
     for p in range(PARTITIONS):  # at least once, in order: the first copy of each record in the source's order
         assert list(dict.fromkeys(copies(kafka, p))) == originals(kafka, p), f"partition {p}"
+
+
+def test_a_worker_whose_session_ran_out_unheard_joins_anew_and_takes_its_share_back(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The long fault run (seed 444), a clean restart of the source: one worker's consumer said nothing of the
+    outage and reached neither the restarted coordinator nor its partitions' leader. The group gave its partitions
+    to the other worker when its session ran out; its client never heard of it, and the worker stayed silent,
+    copying nothing, until it was restarted. Here its look finds the group no longer knows its member."""
+    monkeypatch.setattr("replicator.worker.watches.UNKNOWN_AFTER_S", 0.5)
+    caplog.set_level(logging.INFO, "replicator.worker")
+    produce(kafka["source"], 50)
+    config = route_config(kafka)
+    a = WorkerThread(kafka, "a", config, worker_id="wa")
+    b = WorkerThread(kafka, "b", config, worker_id="wb")
+    wait_until(lambda: all_copied(kafka) and len(a.worker.inflight.ledgers) == 2
+               and len(b.worker.inflight.ledgers) == 2, what="both copying", alive=(a, b))
+    kafka.consumers["a"][-1].lose_coordinator()
+    kafka.expire("a")  # a's session runs out; its client hears nothing of it
+    wait_until(lambda: len(b.worker.inflight.ledgers) == PARTITIONS, what="b given every partition", alive=(a, b))
+    wait_until(lambda: any("no longer knows this worker's member" in r.getMessage() for r in caplog.records),
+               what="a's renewal", alive=(a, b))
+    wait_until(lambda: len(a.worker.inflight.ledgers) == 2 and len(b.worker.inflight.ledgers) == 2,
+               what="a's share back", alive=(a, b))
+    produce(kafka["source"], 50, start=50)
+    wait_until(lambda: all_copied(kafka) and committed(kafka) == {p: 100 for p in range(PARTITIONS)},
+               what="the copy by both, committed to the ends", alive=(a, b))
+    assert a.finish() is None and b.finish() is None
+    for p in range(PARTITIONS):  # at least once, in order
+        assert list(dict.fromkeys(copies(kafka, p))) == originals(kafka, p), f"partition {p}"
