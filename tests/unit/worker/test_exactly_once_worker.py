@@ -914,3 +914,25 @@ def test_a_worker_whose_positions_member_was_fenced_says_so_and_goes_on_once_the
                alive=(a,))
     assert a.finish() is None
     assert_exactly_once(kafka)
+
+
+def test_a_worker_whose_positions_member_ran_out_unheard_joins_anew_and_copies_its_share_once(
+        kafka: FakeKafka, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The positions group (on the target) no longer knows a's member, whose client heard nothing of its session
+    running out: a joins anew, takes its share back, and every record still shows once."""
+    monkeypatch.setattr("replicator.worker.watches.UNKNOWN_AFTER_S", 0.5)
+    caplog.set_level(logging.INFO, "replicator.worker")
+    produce(kafka["source"], 100)
+    a, b = eos_worker(kafka, "a", worker_id="wa"), eos_worker(kafka, "b", worker_id="wb")
+    wait_until(lambda: all_visible(kafka, 100) and len(a.worker.inflight.ledgers) == 2
+               and len(b.worker.inflight.ledgers) == 2, what="both copying", alive=(a, b))
+    member = next(c for c in kafka.consumers["a"] if c.cluster is kafka["target"])
+    member.lose_coordinator()
+    member.group.expire(member.member_id)  # its session runs out; its client hears nothing of it
+    wait_until(lambda: "no longer knows this worker's member" in caplog.text, what="a's renewal", alive=(a, b))
+    wait_until(lambda: len(a.worker.inflight.ledgers) == 2 and len(b.worker.inflight.ledgers) == 2,
+               what="a's share back", alive=(a, b))
+    produce(kafka["source"], 100, start=100)
+    wait_until(lambda: all_visible(kafka, 200) and positions_at(kafka, 200), what="the copy by both", alive=(a, b))
+    assert a.finish() is None and b.finish() is None
+    assert_exactly_once(kafka)
