@@ -30,13 +30,13 @@ log = logging.getLogger(__name__)
 # renewed. A consumer assigned its partitions can stop getting answers after a broker restart until it is made
 # anew (librdkafka #5153, open; seen here with exactly-once after a clean restart of the source broker).
 PLACING_GIVE_UP_S = 60.0
+# The group not knowing this worker's member while its client hands it partitions, on two looks this far apart: the
+# member's session ran out unheard (see ``_watch_unknown``).
+UNKNOWN_AFTER_S = 5.0
 # Every partition the worker owns with records past a fetch position that has stood for ``timeouts.client_still`` s
 # (``stuck_after``, if shorter): its client no longer fetches (librdkafka #5153). One partition counts too: for it,
 # new clients cure what a re-seek would, and a deaf client could not re-seek (join-eos-29: a worker owning one
 # partition waited 120 s for the re-seek, then a minute of placing that failed, before new clients).
-# The group not knowing this worker's member while its client hands it partitions, on two looks this far apart: the
-# member's session ran out unheard (see ``_watch_unknown``).
-UNKNOWN_AFTER_S = 5.0
 LAG_SLICE = 250  # partitions whose lag gauge one loop turn updates (``_publish_lag``)
 STILL_MIN_S = 2.0  # a process standing still less long is a busy machine's scheduling, not a freeze
 
