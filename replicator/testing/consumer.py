@@ -21,7 +21,7 @@ from confluent_kafka import (
 
 from replicator.testing.cluster import FakeCluster, FakeLog
 from replicator.testing.consumer_faults import ConsumerFaults
-from replicator.testing.login import FakeLogin, serving_callback
+from replicator.testing.login import FakeAbort, FakeLogin, serving_callback
 from replicator.testing.message import FakeMessage
 from replicator.testing.process import FakeProcess
 
@@ -76,6 +76,7 @@ class FakeConsumer(ConsumerFaults, FakeLogin):
         self.client_errors: deque[KafkaError] = deque()  # for error_cb, served by consume (``report``)
         self.callbacks: dict[str, Callback] = {}
         self.closed = False
+        self._closing = False  # serving the callbacks of its close
         self.fatal: KafkaException | None = None  # raised by every consume (librdkafka's fatal state)
         self._assigned_in_callback = False
         self._was_cut = False  # the previous consume found the link to its cluster cut
@@ -111,7 +112,11 @@ class FakeConsumer(ConsumerFaults, FakeLogin):
         self._join([])
 
     def memberid(self) -> str | None:
-        """This client's member id in its group (None before it joined)."""
+        """This client's member id in its group (None before it joined). Called from a callback that ``close``
+        serves, librdkafka's waits for its group thread, which waits for the close, and confluent-kafka holds the
+        GIL meanwhile: the process hangs for good (seen in CI) -- the fake aborts instead."""
+        if self._closing:
+            raise FakeAbort("memberid() called from a callback served by close: the process would hang")
         return self.member_id if self.joined else None
 
     def _serve_group(self) -> None:
@@ -456,7 +461,11 @@ class FakeConsumer(ConsumerFaults, FakeLogin):
             self.close_blocks.wait()  # what it waits for never answers (until the test says so)
         if self.joined and not self.group_deaf:  # one that lost its coordinator hears nothing of the group
             self.unsubscribe()
-            self._serve_group()
+            self._closing = True
+            try:
+                self._serve_group()
+            finally:
+                self._closing = False
         if self.auto_commit and self.stored:
             self._commit_stored(raise_errors=False)
         if self.joined and self._finds_coordinator() and not self.group_deaf:  # no leave without a coordinator

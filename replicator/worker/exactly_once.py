@@ -426,10 +426,13 @@ class ExactlyOnceWorker(TransactionProducer):
         self._stopping = True
         try:
             if self._member is not None and self._consumer is not None:
+                self.closing = True  # its revocation runs in this close (see GroupMember._close_within)
                 try:
                     self._member.close()
                 except (KafkaException, RuntimeError) as exc:
                     log.warning("member close failed route=%s error=%s", self.route.name, exc)
+                finally:
+                    self.closing = False
         finally:
             super()._shutdown()
             metrics.GUARANTEE.labels(self.route.name, "exactly-once").set(0)

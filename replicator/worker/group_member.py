@@ -71,6 +71,7 @@ class GroupMember(ABC):
     _producer: Producer | None
     _abandoned: set[int]  # ids of clients whose close did not return (left behind): their late callbacks ignored
     renewing: bool  # the source consumer is being closed to be replaced (see ``_renew_consumer``)
+    closing: bool  # a client of the group is being closed: its callbacks run in that close (``_close_within``)
     purged_reports: int  # reports of records the producer dropped unsent, served so far
     commit_pace: CommitPace  # when the stored offsets are committed (at-least-once)
 
@@ -235,15 +236,18 @@ class GroupMember(ABC):
         ``timeouts.close`` s (after the hand-over's, for a group member: ``hands_over``), then left behind, its
         late callbacks ignored; the worker goes on with a new one."""
         if not wedged:
+            self.closing = True
             try:
                 client.close()
             except (KafkaException, RuntimeError) as exc:  # a consumer a fatal error left unusable
                 log.debug("closing %s route=%s error=%s", what, self.route.name, exc)
+            finally:
+                self.closing = False
             return
         # Its revocation (served by the close) hands over within ``handover`` s first: waited for, so that no
         # callback of it runs once the worker goes on. A consumer assigned by hand has no revocation to wait for.
         wait = (self.timeouts.handover if hands_over else 0.0) + self.timeouts.close
-        if not close_within(client.close, wait):
+        if not self._close_within(client, wait):
             self._abandoned.add(id(client))
             log.warning("%s did not close in %.0f s: left behind, a new one takes over route=%s", what, wait,
                         self.route.name)
@@ -254,10 +258,19 @@ class GroupMember(ABC):
         end. The worker then stops without it: the group gives its partitions to others once its session
         times out, and they copy from the last commit (duplicates, no loss)."""
         wait = self.timeouts.handover + self.timeouts.close
-        if not close_within(client.close, wait):
+        if not self._close_within(client, wait):
             self._abandoned.add(id(client))  # what it still calls back changes nothing of the stop
             log.warning("%s did not close in %.0f s: stopping without it; its partitions go to others once its "
                         "session times out route=%s", what, wait, self.route.name)
+
+    def _close_within(self, client: Consumer, wait: float) -> bool:
+        """``close_within``, with ``closing`` set meanwhile: the callbacks the close serves must not call
+        ``memberid`` (see ``Watches._released``)."""
+        self.closing = True
+        try:
+            return close_within(client.close, wait)
+        finally:
+            self.closing = False
 
     def _left_behind(self, client: Consumer) -> bool:
         """True for a client left behind by ``_close_client``: what it still calls back is not this worker's."""

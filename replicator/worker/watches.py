@@ -229,7 +229,12 @@ class Watches(Placing):
         self._renew_clients(reason)
 
     def _released(self, partitions: list[TopicPartition]) -> None:
-        """This worker's client revoked ``partitions`` of its group (see ``_watch_withheld``)."""
+        """This worker's client revoked ``partitions`` of its group (see ``_watch_withheld``). Not watched when the
+        revocation comes from a close (the member leaves, or its session runs out): there librdkafka's ``memberid``
+        waits for the group's thread, which waits for the close, and confluent-kafka holds the GIL meanwhile -- the
+        whole worker hung for good (seen in CI, a consumer renewed after a source restart)."""
+        if self.closing:
+            return
         member = self._membership()
         if member is not None and partitions:
             now = time.monotonic()
