@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
+    AdminClient,
     ResourcePatternType,
     ResourceType,
 )
@@ -126,6 +127,23 @@ def _grant(bootstrap: str, bindings: list[AclBinding]) -> None:
         future.result(timeout=15)
 
 
+def _grant_app(pair: Pair, cluster: str, topic: str, *operations: AclOperation) -> None:
+    """Allow ``User:app`` ``operations`` on ``topic`` and wait until ``cluster``'s broker enforces them: the broker
+    applies the ACLs after the controller answered, so a write at once can still be refused (a slow CI run was)."""
+    _grant(pair.p if cluster == "primary" else pair.b, _allow(topic, "User:app", *operations))
+    admin = AdminClient(pair.login(cluster, "app"))
+
+    def allowed() -> bool:
+        described = admin.describe_topics(TopicCollection([topic]), include_authorized_operations=True)
+        try:
+            granted = described[topic].result(timeout=15).authorized_operations or []
+        except KafkaException:  # not yet allowed to describe it
+            return False
+        return set(operations) <= set(granted)
+
+    wait_until(allowed, 30, f"the broker of {cluster} to let User:app {[op.name for op in operations]} {topic}")
+
+
 def _acls_on(bootstrap: str, name: str) -> set[tuple[str, str, str]]:
     admin = admin_client(bootstrap)  # held until the future is done
     listed = admin.describe_acls(ANY_ACL).result(timeout=15)
@@ -161,7 +179,7 @@ def test_acl_sync_checkpoint_sla_and_audit_dags_over_sasl_ssl_and_no_secret_in_s
     records = [Rec(p, f"k{n}".encode(), f"v{p}-{n}".encode(), (("h", str(n).encode()),), first_ms + 1_000 * n)
                for n in range(20) for p in range(PARTITIONS)]
     create_topics(pair.p, {topic: PARTITIONS})
-    _grant(pair.p, _allow(topic, "User:app", AclOperation.WRITE, AclOperation.READ, AclOperation.DESCRIBE))
+    _grant_app(pair, "primary", topic, AclOperation.WRITE, AclOperation.READ, AclOperation.DESCRIBE)
     _write_as_app(pair, "primary", topic, records)  # the application's own login: the ACLs let it write
     config = pair.config(tmp_path / "mirrorflow.yaml", [
         {"name": route, "source": "primary", "target": "backup", "topics": [topic],
@@ -223,7 +241,7 @@ def test_fenced_failover_and_incremental_failback_dags_over_sasl_ssl(  # type: i
     topic, route, group = unique_name, f"fo-{unique_name[-8:]}", f"{unique_name}-app"
     replica = f"primary.{topic}"
     create_topics(pair.p, {topic: PARTITIONS})
-    _grant(pair.p, _allow(topic, "User:app", AclOperation.WRITE, AclOperation.DESCRIBE))
+    _grant_app(pair, "primary", topic, AclOperation.WRITE, AclOperation.DESCRIBE)
     before = by_partition(make_records(PARTITIONS, 12, "before"), PARTITIONS)
     _write_as_app(pair, "primary", topic, [r for p in range(PARTITIONS) for r in before[p]])
     config = pair.config(tmp_path / "mirrorflow.yaml", [
@@ -247,7 +265,7 @@ def test_fenced_failover_and_incremental_failback_dags_over_sasl_ssl(  # type: i
     # The applications run on backup: they write to a topic of the original name and read the replica on.
     after = by_partition(make_records(PARTITIONS, 6, "after"), PARTITIONS)
     create_topics(pair.b, {topic: PARTITIONS})
-    _grant(pair.b, _allow(topic, "User:app", AclOperation.WRITE, AclOperation.DESCRIBE))
+    _grant_app(pair, "backup", topic, AclOperation.WRITE, AclOperation.DESCRIBE)
     _write_as_app(pair, "backup", topic, [r for p in range(PARTITIONS) for r in after[p]])
     consume_part(pair.b, group, replica, {0: 12, 1: 12})  # on from 5 and 9, to the replica's end
     consume_part(pair.b, group, topic, {0: 2})
