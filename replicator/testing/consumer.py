@@ -443,7 +443,10 @@ class FakeConsumer(ConsumerFaults, FakeLogin):
         self.client_errors.append(error)
 
     def consumer_group_metadata(self) -> FakeGroupMetadata:
-        """The group and this member (its epoch now), for a transactional producer's offsets."""
+        """The group and this member (its epoch now), for a transactional producer's offsets. Like ``memberid``,
+        librdkafka's asks the group's thread: called from a callback that ``close`` serves, the fake aborts."""
+        if self._closing:
+            raise FakeAbort("consumer_group_metadata() called from a callback served by close: the process would hang")
         epoch = self.group.live_epoch(self.member_id) if self.joined else None
         return FakeGroupMetadata(self.group.group_id, self.member_id if self.joined else None,
                                  -1 if epoch is None else epoch)

@@ -206,7 +206,10 @@ class ExactlyOnceWorker(TransactionProducer):
             if positions:
                 offsets = [TopicPartition(t, p, offset, metadata=note)
                            for (t, p), (offset, note) in sorted(positions.items())]
-                group = self.member.consumer_group_metadata()
+                group = self._member_metadata()
+                if group is None:
+                    self._abort("the positions group's member is closing and was never asked its membership")
+                    return
                 bounded("send_offsets_to_transaction",
                         lambda: producer.send_offsets_to_transaction(offsets, group, COMMIT_TIMEOUT_S),
                         COMMIT_TIMEOUT_S)
@@ -426,13 +429,11 @@ class ExactlyOnceWorker(TransactionProducer):
         self._stopping = True
         try:
             if self._member is not None and self._consumer is not None:
-                self.closing = True  # its revocation runs in this close (see GroupMember._close_within)
                 try:
-                    self._member.close()
+                    with self.closing_a_client():  # its revocation runs in this close
+                        self._member.close()
                 except (KafkaException, RuntimeError) as exc:
                     log.warning("member close failed route=%s error=%s", self.route.name, exc)
-                finally:
-                    self.closing = False
         finally:
             super()._shutdown()
             metrics.GUARANTEE.labels(self.route.name, "exactly-once").set(0)

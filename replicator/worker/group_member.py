@@ -11,6 +11,8 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -71,7 +73,7 @@ class GroupMember(ABC):
     _producer: Producer | None
     _abandoned: set[int]  # ids of clients whose close did not return (left behind): their late callbacks ignored
     renewing: bool  # the source consumer is being closed to be replaced (see ``_renew_consumer``)
-    closing: bool  # a client of the group is being closed: its callbacks run in that close (``_close_within``)
+    closing: bool  # a client of the group is being closed: its callbacks run in that close (``closing_a_client``)
     purged_reports: int  # reports of records the producer dropped unsent, served so far
     commit_pace: CommitPace  # when the stored offsets are committed (at-least-once)
 
@@ -236,19 +238,16 @@ class GroupMember(ABC):
         ``timeouts.close`` s (after the hand-over's, for a group member: ``hands_over``), then left behind, its
         late callbacks ignored; the worker goes on with a new one."""
         if not wedged:
-            self.closing = True
             try:
-                client.close()
+                with self.closing_a_client():
+                    client.close()
             except (KafkaException, RuntimeError) as exc:  # a consumer a fatal error left unusable
                 log.debug("closing %s route=%s error=%s", what, self.route.name, exc)
-            finally:
-                self.closing = False
             return
         # Its revocation (served by the close) hands over within ``handover`` s first: waited for, so that no
         # callback of it runs once the worker goes on. A consumer assigned by hand has no revocation to wait for.
         wait = (self.timeouts.handover if hands_over else 0.0) + self.timeouts.close
         if not self._close_within(client, wait):
-            self._abandoned.add(id(client))
             log.warning("%s did not close in %.0f s: left behind, a new one takes over route=%s", what, wait,
                         self.route.name)
 
@@ -258,17 +257,26 @@ class GroupMember(ABC):
         end. The worker then stops without it: the group gives its partitions to others once its session
         times out, and they copy from the last commit (duplicates, no loss)."""
         wait = self.timeouts.handover + self.timeouts.close
-        if not self._close_within(client, wait):
-            self._abandoned.add(id(client))  # what it still calls back changes nothing of the stop
+        if not self._close_within(client, wait):  # left behind: what it still calls back changes nothing
             log.warning("%s did not close in %.0f s: stopping without it; its partitions go to others once its "
                         "session times out route=%s", what, wait, self.route.name)
 
     def _close_within(self, client: Consumer, wait: float) -> bool:
-        """``close_within``, with ``closing`` set meanwhile: the callbacks the close serves must not call
-        ``memberid`` (see ``Watches._released``)."""
+        """``close_within``; a client that did not close in time is left behind before ``closing`` is unset, so that
+        none of its late callbacks runs as a live client's."""
+        with self.closing_a_client():
+            closed = close_within(client.close, wait)
+            if not closed:
+                self._abandoned.add(id(client))
+            return closed
+
+    @contextmanager
+    def closing_a_client(self) -> Iterator[None]:
+        """Around every close of a client of the group: the callbacks that close serves must not call librdkafka's
+        ``memberid`` (see ``Watches._released``), which would wait for the close that waits for them."""
         self.closing = True
         try:
-            return close_within(client.close, wait)
+            yield
         finally:
             self.closing = False
 

@@ -159,7 +159,7 @@ class RouteWorker(HeldApart):
         self._abandoned: set[int] = set()  # clients left behind still closing (see GroupMember._close_client)
         self.reset_rechecked: set[TP] = set()  # see Placing._hold_resets
         self.renewing = False  # see GroupMember._renew_consumer
-        self.closing = False  # see GroupMember._close_within
+        self.closing = False  # see GroupMember.closing_a_client
         self._recreations_seen = 0
         self._target_checked_at = 0.0
         self._lag_at = 0.0

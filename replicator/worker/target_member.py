@@ -54,6 +54,7 @@ class TargetMember(RouteWorker):
         super().__init__(config, route, store, batch_size, worker_id, clients, timeouts or WorkerTimeouts())
         self._member: Consumer | None = None
         self._sources: dict[TP, list[TP]] = {}  # owned target partition -> the source partitions it copies
+        self._metadata_of: tuple[int, object] | None = None  # (id of the positions group's member, its membership)
 
     @abstractmethod
     def _abort(self, reason: str) -> None:
@@ -65,6 +66,20 @@ class TargetMember(RouteWorker):
         if self._member is None:
             raise RuntimeError(f"route {self.route.name} is not running")
         return self._member
+
+    def _member_metadata(self) -> object | None:
+        """The membership a transaction's offsets carry (the positions group refuses them from a member it no
+        longer has). Asked of the member at each assignment and commit, not while a client of the group is being
+        closed: there librdkafka's call waits for the group's thread, as ``memberid`` does (see
+        ``Watches._released``), and the worker would hang for good. The member's last answer stands then (a
+        generation behind, the group refuses the offsets and the transaction aborts: copied again, nothing lost);
+        None when this member never gave one."""
+        member = self.member
+        if not self.closing:
+            self._metadata_of = (id(member), member.consumer_group_metadata())
+        elif self._metadata_of is None or self._metadata_of[0] != id(member):
+            return None
+        return self._metadata_of[1]
 
     def _new_consumer(self) -> Consumer:
         if self._member is None:  # joins once the producer could start transactions
@@ -187,6 +202,7 @@ class TargetMember(RouteWorker):
             return
         member.incremental_assign(partitions)
         self.group_joined = True
+        self._member_metadata()  # this generation's, for a commit in a close (its revocation)
         pausing.pause(member, partitions)
         given = self._sources_of(partitions)
         self._sources.update(given)

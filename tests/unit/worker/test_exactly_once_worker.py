@@ -440,6 +440,22 @@ def test_a_hand_over_commits_the_leaving_partitions_so_the_new_owner_repeats_not
     assert len(resumed) == 2 and min(resumed) > 100, f"b did not resume where the hand-over committed: {resumed}"
 
 
+def test_a_worker_stopped_with_its_transaction_open_commits_it_as_its_member_leaves(kafka: FakeKafka) -> None:
+    """The stop's revocation (served by the member's close) commits the open transaction: its offsets carry the
+    membership the member gave before its close -- asked in the close, librdkafka's call waits for the group's
+    thread, which can wait for the close (the at-least-once worker hung for good on ``memberid`` that way)."""
+    produce(kafka["source"], 100)
+    config = route_config(kafka, guarantee="exactly-once", transactions="{interval_ms: 60000}")
+    worker = WorkerThread(kafka, "a", config, FAST, kind=ExactlyOnceWorker)
+    wait_until(lambda: REPLICA in kafka["target"].topics and sum(
+        len(kafka["target"].records(REPLICA, p)) for p in range(PARTITIONS)) == PARTITIONS * 100,
+               what="every record written in the open transaction", alive=(worker,))
+    assert visible(kafka) == dict.fromkeys(range(PARTITIONS), 0)  # not committed yet: only the stop can
+    assert worker.finish() is None
+    assert all_visible(kafka, 100) and positions_at(kafka, 100)
+    assert_exactly_once(kafka)
+
+
 def test_a_transactional_call_that_never_returns_is_given_up_and_the_producer_replaced(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     """Found by the fault harness: after a target restart librdkafka's send_offsets_to_transaction never
