@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
@@ -19,6 +20,7 @@ LossReporter = Callable[[str, int, tuple[int, int]], None]
 RecreationReporter = Callable[[str, str, str], None]
 Committed = Callable[[list[TopicPartition]], list[TopicPartition]]
 Watermarks = Callable[[list[tuple[str, int]]], Mapping[tuple[str, int], tuple[int, int]]]
+TopicIds = Callable[[list[str]], Mapping[str, str]]
 
 # Where a partition is assigned (paused) until it is placed: absolute, so librdkafka asks nothing about it.
 PLACEHOLDER = 0
@@ -35,6 +37,31 @@ def fetch_from(consumer: Consumer, tp: TopicPartition) -> None:
         consumer.incremental_assign([tp])
 
 
+@dataclass(frozen=True, slots=True)
+class Reads:
+    """What placing reads of the clusters for assigned partitions (``read_places``), all a decision needs."""
+
+    committed: list[TopicPartition]  # each partition's committed position (negative: none) with its note
+    topic_ids: Mapping[str, str]  # the topics' current ids (a vanished topic left out)
+    marks: Mapping[tuple[str, int], tuple[int, int]]  # (log start, log end)
+    at_start_time: Mapping[tuple[str, int], int]  # a timestamp ``start``: the first offset at or after it of
+    # each partition without a position (negative: none yet)
+
+
+def read_places(route: RouteConfig, partitions: list[TopicPartition], topic_ids: TopicIds, committed: Committed,
+                watermarks: Watermarks, offsets_for_times: Committed) -> Reads:
+    """Read what deciding where ``partitions`` start needs: network calls only, no decision (``Positioner``)."""
+    ids = topic_ids(sorted({tp.topic for tp in partitions}))
+    found = committed(partitions)
+    marks = watermarks([(tp.topic, tp.partition) for tp in found])
+    times: dict[tuple[str, int], int] = {}
+    if isinstance(route.start, dt.datetime):
+        millis = int(route.start.timestamp() * 1000)
+        asked = [TopicPartition(tp.topic, tp.partition, millis) for tp in found if tp.offset < 0]
+        times = {(tp.topic, tp.partition): tp.offset for tp in (offsets_for_times(asked) if asked else [])}
+    return Reads(found, ids, marks, times)
+
+
 class Positioner:
     """Decides where each assigned partition starts (committed, new, lost, reset)."""
 
@@ -45,41 +72,28 @@ class Positioner:
         self.report_recreated = report_recreated
         self.failure: str | None = None
         self._reported: dict[tuple[str, int], tuple[int, int]] = {}  # each partition's last lost range
-        self.reset: set[tuple[str, int]] = set()  # of the last ``place``: committed beyond the log's end
+        self.reset: set[tuple[str, int]] = set()  # of the last ``decide``: committed beyond the log's end
 
     def _start_kind(self) -> str:
         return "timestamp" if isinstance(self.route.start, dt.datetime) else str(self.route.start)
 
-    def _timestamp_offset(self, consumer: Consumer, tp: TopicPartition) -> int | None:
-        assert isinstance(self.route.start, dt.datetime)
-        millis = int(self.route.start.timestamp() * 1000)
-        found = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, millis)], timeout=10)
-        return found[0].offset if found and found[0].offset >= 0 else None
-
-    def place(self, consumer: Consumer, partitions: list[TopicPartition], topic_ids: Mapping[str, str],
-              watermarks: Watermarks, committed_of: Committed | None = None) -> list[TopicPartition]:
-        """The assigned partitions with the offsets to start from.
-
-        ``topic_ids``: the topics' current ids; a committed offset noted with another
-        id counts records of a deleted topic of the same name, not of this one.
-        ``watermarks``: reads the partitions' (log start, log end), all at once, after their committed offsets.
-        ``committed_of``: where the route's committed positions are read (the source group's by default;
-        an exactly-once route's come from its transactions, on the target).
-        """
-        committed = (committed_of or (lambda tps: consumer.committed(tps, timeout=15)))(partitions)
-        marks = watermarks([(tp.topic, tp.partition) for tp in committed])
+    def decide(self, reads: Reads) -> list[TopicPartition]:
+        """The partitions read with the offsets to start from. A committed offset noted with a topic id other
+        than the topic's current one counts records of a deleted topic of the same name, not of this one."""
         placed = []
         self.reset = set()
-        for tp in committed:
-            low, high = marks[(tp.topic, tp.partition)]
+        for tp in reads.committed:
+            key = (tp.topic, tp.partition)
+            low, high = reads.marks[key]
             start, position = self._start_kind(), (tp.offset if tp.offset >= 0 else None)
-            if position is not None and belongs_to_other_topic(decode_note(tp.metadata), topic_ids.get(tp.topic)):
-                self._recreated(tp.topic, topic_ids[tp.topic], tp.partition, position, low)
+            if position is not None and belongs_to_other_topic(decode_note(tp.metadata), reads.topic_ids.get(tp.topic)):
+                self._recreated(tp.topic, reads.topic_ids[tp.topic], tp.partition, position, low)
                 start, position = "earliest", None
-            ts_offset = self._timestamp_offset(consumer, tp) if start == "timestamp" and position is None else None
+            at_time = reads.at_start_time.get(key, -1)
+            ts_offset = at_time if start == "timestamp" and position is None and at_time >= 0 else None
             decision = start_position(position, low, high, start, ts_offset)
             if decision.reason == Reason.RESET:
-                self.reset.add((tp.topic, tp.partition))
+                self.reset.add(key)
             self._explain(tp.topic, tp.partition, decision)
             placed.append(TopicPartition(tp.topic, tp.partition, decision.offset))
         return placed

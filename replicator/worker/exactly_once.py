@@ -377,7 +377,7 @@ class ExactlyOnceWorker(TransactionProducer):
         self.backlog.clear()
         for key in keys:
             self.topic_id_of.pop(key, None)
-        self.unplaced |= keys & {k for sources in self._sources.values() for k in sources}
+        self._unplace(keys & {k for sources in self._sources.values() for k in sources})
         self.resets -= keys
         self._retry_at = 0.0
         if self.paused:

@@ -30,7 +30,8 @@ from replicator.worker.callbacks import shielded
 from replicator.worker.records import TP, failed_without_error
 
 if TYPE_CHECKING:
-    from replicator.config import RouteConfig
+    from replicator.config import Config, RouteConfig
+    from replicator.kafka.clients import ClientFactory
     from replicator.worker.inflight import InFlight
     from replicator.worker.links import Links
     from replicator.worker.subscription import Subscription
@@ -48,12 +49,15 @@ class GroupMember(ABC):
     """RouteWorker's base: what it does when the group gives, takes or loses partitions. The attributes
     below are the worker's (set in its ``__init__``); it supplies ``_new_consumer`` and ``_assignment_changed``."""
 
+    config: Config
     route: RouteConfig
+    clients: ClientFactory
     timeouts: WorkerTimeouts
     subscription: Subscription
     inflight: InFlight
     links: Links
     unplaced: set[TP]
+    placing_epoch: int
     resets: set[TP]
     backlog: deque[Message]
     topic_id_of: dict[TP, str]
@@ -309,7 +313,7 @@ class GroupMember(ABC):
         self.group_joined = True
         pausing.pause(consumer, start)
         keys = {(tp.topic, tp.partition) for tp in partitions}
-        self.unplaced.update(keys)
+        self._unplace(keys)
         metrics.owned(self.route.name, self.label, keys)
         self._assignment_changed()
         self._retry_at = 0.0
@@ -345,12 +349,19 @@ class GroupMember(ABC):
         consumer.incremental_unassign(partitions)
         log.warning("partitions lost route=%s count=%s", self.route.name, len(partitions))
 
+    def _unplace(self, keys: set[TP]) -> None:
+        """``keys`` wait to be placed (again): placing reads them from now on, nothing read before counts (their
+        committed positions may have moved since: another owner's copy, a commit, an abort)."""
+        self.unplaced |= keys
+        self.placing_epoch += 1
+
     def _forget(self, keys: set[TP]) -> None:
         unsettled = self.inflight.close(keys)
         dropped = self._drop_unsent() if unsettled else 0
         for key in keys:
             self.topic_id_of.pop(key, None)
         self.unplaced -= keys
+        self.placing_epoch += 1  # what placing read of them is no longer theirs
         self.resets -= keys
         self.backlog = deque(m for m in self.backlog if (m.topic(), m.partition()) not in keys)
         self._forget_held(keys)
@@ -402,7 +413,7 @@ class GroupMember(ABC):
         self.backlog = deque(m for m in self.backlog if (m.topic(), m.partition()) not in keys)
         self._dropped_held(keys)
         pausing.pause(consumer, [TopicPartition(*key) for key in sorted(keys)])
-        self.unplaced |= keys
+        self._unplace(keys)
         self.resets -= keys  # placing from the committed offset recovers them too
         self._retry_at = 0.0
 

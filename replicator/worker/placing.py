@@ -1,35 +1,67 @@
 """A route worker placing the partitions the group gave it: each starts paused, is positioned by the loop
 (committed offset, retention, a topic created again) and only then fetches.
 
-The network calls that position a partition run in the loop, never in a callback, and
-are retried while the source does not answer: a slow or restarting source delays a
-partition but never raises inside librdkafka.
+What a position is decided from (committed offsets, log ranges, topic ids) is read in a thread of its own, by
+clients of its own, never in a callback, and read again while the source does not answer: a slow or restarting
+source delays the partitions given but holds up neither those copying already nor librdkafka's callbacks. The
+decision, and the partitions' start, are the loop's.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from replicator.errors import ClusterError
 from replicator.kafka import pausing
+from replicator.kafka.clients import close_within, consumer_settings
 from replicator.logs import listed
 from replicator.worker import metrics
-from replicator.worker.assignment import fetch_from
+from replicator.worker.assignment import Reads, fetch_from, read_places
 from replicator.worker.group_member import GroupMember
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from replicator.domain.stuck import StuckWatch
-    from replicator.worker.assignment import Committed, Positioner
+    from replicator.worker.assignment import Positioner
     from replicator.worker.records import TP
 
 log = logging.getLogger(__name__)
 
 # A partition whose committed position is past its log's end is placed again this much later (see _hold_resets).
 RESET_RECHECK_S = 2.0
+# A reader (a consumer that never joins) whose close has not returned by then is let go.
+READER_CLOSE_S = 5.0
+
+@dataclass(frozen=True, slots=True)
+class PlacingRead:
+    """The reads of ``keys`` under way, started while the worker's placing epoch was ``epoch``: taken only if it
+    still is (nothing was given, taken back or placed afresh since), else read again."""
+
+    epoch: int
+    keys: tuple[TP, ...]
+    future: Future[Reads]
+
+
+def in_thread(work: Callable[[], Reads], name: str) -> Future[Reads]:
+    """``work`` run in a daemon thread; its result, or what it raised, in the future."""
+    future: Future[Reads] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(work())
+        except BaseException as exc:  # noqa: BLE001 - handed to the loop, which reports it or raises it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
 
 
 class Placing(GroupMember):
@@ -39,25 +71,56 @@ class Placing(GroupMember):
     positioner: Positioner
     topic_id_of: dict[TP, str]  # the topic id each owned partition's offsets count records of
     stuck_watch: StuckWatch
-    placing_failed_since: float | None  # placing has failed since then (None: it works)
+    _reading: PlacingRead | None  # the reads under way (or finished, not taken)
     reset_rechecked: set[TP]  # committed past their log's end, held once (see ``_hold_resets``): placed next time
 
     def _place(self) -> None:
-        """Position the partitions assigned since the last call (and recover fallen-off ones)."""
+        """Recover fallen-off partitions; take the reads finished for partitions given since, and start those of
+        partitions waiting. The reads wait for the group's coordinator and the partitions' leaders (9 and 10 s
+        after a source node died, in a probe): in their thread, what this worker copies already goes on."""
         consumer = self.consumer
         try:
             self._recover_resets(consumer)
-            keys = sorted(self.unplaced)
-            if not keys:
-                return
-            ids = self.subscription.describe_ids(sorted({t for t, _ in keys}))
-            placed = self.positioner.place(consumer, [TopicPartition(t, p) for t, p in keys], ids,
-                                           self.subscription.watermarks, self._committed_reader())
         except (ClusterError, KafkaException) as exc:
             self._placing_failed(exc)
             return
+        read = self._reading
+        if read is not None and read.future.done():
+            self._reading = None
+            if read.epoch == self.placing_epoch:  # else given, taken back or placed afresh meanwhile: read again
+                self._take(consumer, read.future)
+        if self._reading is None and self.unplaced and time.monotonic() >= self._retry_at:
+            self._reading = self._start_reading(sorted(self.unplaced))
+
+    def _start_reading(self, keys: list[TP]) -> PlacingRead:
+        """Read what placing ``keys`` needs, in a thread of its own, through a reader of the source group made
+        for it (the worker's consumer, asked from another thread while it fetches, did not answer for 80 s after
+        the group's coordinator died: a probe) and the subscription's admin client."""
+        partitions = [TopicPartition(t, p) for t, p in keys]
+        committed, subscription, route = self._committed_reader(), self.subscription, self.route
+        settings, make = consumer_settings(self.config, self.route), self.clients.consumer  # no member: never joins
+
+        def read() -> Reads:
+            reader = make(settings)
+            try:
+                return read_places(route, partitions, subscription.describe_ids,
+                                   lambda asked: committed(reader, asked), subscription.watermarks,
+                                   lambda asked: reader.offsets_for_times(asked, timeout=10))
+            finally:
+                close_within(reader.close, READER_CLOSE_S)
+
+        return PlacingRead(self.placing_epoch, tuple(keys), in_thread(read, f"placing-{route.name}"))
+
+    def _take(self, consumer: Consumer, finished: Future[Reads]) -> None:
+        """Decide where the partitions read start, and start them (on the loop)."""
+        try:
+            reads = finished.result()
+        except (ClusterError, KafkaException) as exc:
+            self._placing_failed(exc)
+            return
+        ids = dict(reads.topic_ids)
+        placed = self.positioner.decide(reads)
         self.links.clear("placing assigned partitions")
-        self.placing_failed_since = None
         self.failure = self.failure or self.positioner.failure
         placed = self._hold_resets(placed)
         started = [tp for tp in placed if self._start(consumer, tp, ids)]
@@ -92,12 +155,9 @@ class Placing(GroupMember):
         return [tp for tp in placed if (tp.topic, tp.partition) not in suspect]
 
     def _placing_failed(self, exc: Exception) -> None:
-        """Placing failed: said once, tried again shortly; since when it fails is kept (see ``_watch_placing``)."""
+        """Placing failed: said once, tried again shortly."""
         self.links.trouble("placing assigned partitions", exc)
-        now = time.monotonic()
-        self._retry_at = now + self.timeouts.retry
-        if self.placing_failed_since is None:
-            self.placing_failed_since = now
+        self._retry_at = time.monotonic() + self.timeouts.retry
 
     def _may_fetch(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         """Those of ``partitions`` whose topic the operator has not paused, and not held apart."""
@@ -137,9 +197,10 @@ class Placing(GroupMember):
         if self._kept_from_fetching((tp.topic, tp.partition)):  # assigned afresh (after a reset error), it would fetch
             consumer.pause([TopicPartition(tp.topic, tp.partition)])
 
-    def _committed_reader(self) -> Committed | None:
-        """Where placing reads the committed positions: None, the source group's."""
-        return None
+    def _committed_reader(self) -> Callable[[Consumer, list[TopicPartition]], list[TopicPartition]]:
+        """How placing reads the committed positions (in its thread; made on the loop): the source group's, through
+        the reader it is given."""
+        return lambda reader, partitions: reader.committed(partitions, timeout=15)
 
     def _start(self, consumer: Consumer, tp: TopicPartition, ids: dict[str, str]) -> bool:
         key = (tp.topic, tp.partition)

@@ -76,6 +76,7 @@ from replicator.worker.timeouts import WorkerTimeouts
 
 if TYPE_CHECKING:
     from replicator.state.store import StateStore
+    from replicator.worker.placing import PlacingRead
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +119,8 @@ class RouteWorker(HeldApart):
         self.serial_below = serial_below(config, route) if self.FIRST_ALONE else 0
         self.commit_pace = CommitPace(commit_interval(config, route))
         self.unplaced: set[TP] = set()  # assigned, paused, not yet positioned
+        self.placing_epoch = 0  # moves whenever partitions are given, taken back or placed afresh (see Placing)
+        self._reading: PlacingRead | None = None  # see Placing._place
         self.replays: dict[TP, str] = {}  # records of these not written (why): copy again from the first of them
         self.purged_reports = 0  # reports of records the producer dropped unsent (see ``_drop_unsent``)
         self.resets: set[TP] = set()  # fell off the log; their recovery is still to be done
@@ -151,7 +154,6 @@ class RouteWorker(HeldApart):
         self.outage = OutageWatch(timeouts.outage_hold)
         self.holding: str | None = None  # why copying is held until the worker joins the group anew
         self._retry_at = 0.0
-        self.placing_failed_since: float | None = None
         self._paused_at: float | None = None  # since when a full queue pauses the source
         self._pause_reported = False
         self._consumer: Consumer | None = None

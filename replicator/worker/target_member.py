@@ -24,20 +24,21 @@ from replicator.domain.commit_metadata import decode_note, encode_note
 from replicator.domain.naming import positions_group_id
 from replicator.domain.positions import SourcePosition, decode_positions, resume_position
 from replicator.kafka import pausing
-from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, membership_settings
+from replicator.kafka.clients import KAFKA_CLIENTS, ClientFactory, close_within, membership_settings
 from replicator.logs import listed
 from replicator.worker.callbacks import shielded
+from replicator.worker.placing import READER_CLOSE_S
 from replicator.worker.records import TP
 from replicator.worker.route_worker import RouteWorker
 from replicator.worker.subscription import Membership
 from replicator.worker.timeouts import WorkerTimeouts
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from concurrent.futures import Future
 
     from replicator.config import Config, RouteConfig
     from replicator.state.store import StateStore
-    from replicator.worker.assignment import Committed
     from replicator.worker.subscription import Look
 
 log = logging.getLogger(__name__)
@@ -180,7 +181,7 @@ class TargetMember(RouteWorker):
             new = [key for key in sources if key not in self._sources[target]]
             if new:
                 self._sources[target] = sources
-                self.unplaced.update(new)
+                self._unplace(set(new))
                 self._retry_at = 0.0
                 log.info("assigned route=%s partitions=%s", self.route.name, listed(f"{t}[{p}]" for t, p in new))
 
@@ -207,7 +208,7 @@ class TargetMember(RouteWorker):
         given = self._sources_of(partitions)
         self._sources.update(given)
         keys = {key for sources in given.values() for key in sources}
-        self.unplaced.update(keys)
+        self._unplace(keys)
         self._assignment_changed()
         self._retry_at = 0.0
         log.info("assigned route=%s partitions=%s", self.route.name,
@@ -255,30 +256,36 @@ class TargetMember(RouteWorker):
 
     # -- placing: positions from the positions group, assigned at the decided offset --
 
-    def _committed_reader(self) -> Committed:
-        return self._committed
-
-    def _committed(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+    def _committed_reader(self) -> Callable[[Consumer, list[TopicPartition]], list[TopicPartition]]:
         """Each source partition's committed position: the furthest of the positions group's (committed with
-        the records) and the source group's (a copy, or an at-least-once worker's). Raises KafkaException while
-        a transaction still holds the positions (a frozen worker's, until it is committed or aborted)."""
-        target_of = self.subscription.target_of
-        targets = sorted({(target_of[tp.topic], tp.partition) for tp in partitions})
-        from_target = self.member.committed([TopicPartition(t, p) for t, p in targets], timeout=POSITIONS_TIMEOUT_S)
-        committed: dict[TP, SourcePosition] = {}
-        for tp in from_target:
-            committed.update(decode_positions(tp.metadata))
-        from_source = self.consumer.committed(partitions, timeout=POSITIONS_TIMEOUT_S)
-        out = []
-        for tp in from_source:
-            note = decode_note(tp.metadata)
-            copy = SourcePosition(tp.offset, note.topic_id) if tp.offset >= 0 else None
-            chosen = resume_position([committed.get((tp.topic, tp.partition)), copy],
-                                     self.subscription.topic_ids.get(tp.topic))
-            out.append(TopicPartition(tp.topic, tp.partition, OFFSET_INVALID) if chosen is None else
-                       TopicPartition(tp.topic, tp.partition, chosen.offset,
-                                      metadata=encode_note(0, chosen.topic_id)))
-        return out
+        the records; read by a reader of that group made for it, which never joins) and the source group's (a
+        copy, or an at-least-once worker's). Raises KafkaException while a transaction still holds the positions
+        (a frozen worker's, until it is committed or aborted). What it needs of the worker is taken now."""
+        target_of, topic_ids = dict(self.subscription.target_of), dict(self.subscription.topic_ids)
+        settings, make = membership_settings(self.config, self.route), self.clients.consumer
+
+        def committed(source_reader: Consumer, partitions: list[TopicPartition]) -> list[TopicPartition]:
+            targets = sorted({(target_of[tp.topic], tp.partition) for tp in partitions})
+            reader = make(settings)
+            try:
+                from_target = reader.committed([TopicPartition(t, p) for t, p in targets],
+                                               timeout=POSITIONS_TIMEOUT_S)
+            finally:
+                close_within(reader.close, READER_CLOSE_S)
+            positions: dict[TP, SourcePosition] = {}
+            for tp in from_target:
+                positions.update(decode_positions(tp.metadata))
+            out = []
+            for tp in source_reader.committed(partitions, timeout=POSITIONS_TIMEOUT_S):
+                note = decode_note(tp.metadata)
+                copy = SourcePosition(tp.offset, note.topic_id) if tp.offset >= 0 else None
+                chosen = resume_position([positions.get((tp.topic, tp.partition)), copy], topic_ids.get(tp.topic))
+                out.append(TopicPartition(tp.topic, tp.partition, OFFSET_INVALID) if chosen is None else
+                           TopicPartition(tp.topic, tp.partition, chosen.offset,
+                                          metadata=encode_note(0, chosen.topic_id)))
+            return out
+
+        return committed
 
     def _start(self, consumer: Consumer, tp: TopicPartition, ids: dict[str, str]) -> bool:
         """Assign the source partition at the decided offset (it was not assigned before)."""

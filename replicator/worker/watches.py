@@ -26,10 +26,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Placing failing this long (or ``stuck_after``, if shorter) while both clusters answer: the client is at fault,
-# renewed. A consumer assigned its partitions can stop getting answers after a broker restart until it is made
-# anew (librdkafka #5153, open; seen here with exactly-once after a clean restart of the source broker).
-PLACING_GIVE_UP_S = 60.0
 # The group not knowing this worker's member while its client hands it partitions, on two looks this far apart: the
 # member's session ran out unheard (see ``_watch_unknown``).
 UNKNOWN_AFTER_S = 5.0
@@ -247,8 +243,6 @@ class Watches(Placing):
         # Every owned partition is looked at: one whose end this look could not read (a source away) is watched
         # afresh, or a source back after minutes would find every partition "stuck" since before it went.
         self._ends.update(ends)  # the lag gauges' ends (kept while the source does not answer)
-        if self._watch_placing(ends):
-            return
         owned = sorted(self.inflight.ledgers)
         if not owned or self._consumer is None:
             return
@@ -287,9 +281,8 @@ class Watches(Placing):
         elif all(
                 (still := self.stuck_watch.still_for(key, now)) is not None and still >= client_wait for key in owned):
             # Every partition it owns stuck at once: the client stopped fetching, not a partition (librdkafka
-            # #5153 after a source restart). A re-seek needs the committed offsets, which such a client does not
-            # get either: placing would fail for PLACING_GIVE_UP_S before the same remedy (the exactly-once fault
-            # run, seed 264: 126 s stuck, 63 s placing, a 20 s close).
+            # #5153 after a source restart). A re-seek would not cure it (the exactly-once fault run, seed 264:
+            # 126 s stuck, 63 s placing, a 20 s close).
             metrics.STUCK.labels(self.route.name, Remedy.REJOIN.value).inc()
             self._renew_clients(f"every partition it owns ({len(owned)}) stuck at once for {client_wait:.0f} s: the "
                                 f"client no longer fetches")
@@ -299,26 +292,6 @@ class Watches(Placing):
     def _fetch_held(self) -> bool:
         """The worker itself takes no records now (an exactly-once worker's due commit): nothing can be stuck."""
         return False
-
-    def _watch_placing(self, ends: dict[TP, int]) -> bool:
-        """Placing that has failed for ``stuck_after`` s (at most PLACING_GIVE_UP_S) while the source answers
-        (this look, a client of its own, read the ends of those partitions): the worker's clients no longer get
-        the answers the cluster gives others: new clients. True when renewed. Not gated on what the worker's own
-        clients last said of the source: a wedged consumer's last word was "all brokers down", and it never
-        takes it back (the exactly-once fault run, seed 8)."""
-        since = self.placing_failed_since
-        if since is None or self._consumer is None:
-            return False
-        now = time.monotonic()
-        if not any(key in ends for key in self.unplaced):
-            self.placing_failed_since = now  # the source does not answer the look either: watched afresh
-            return False
-        if now - since < min(self.route.stuck_after, PLACING_GIVE_UP_S):
-            return False
-        self.placing_failed_since = None
-        metrics.STUCK.labels(self.route.name, Remedy.REJOIN.value).inc()
-        self._renew_clients(f"placing partitions has failed for {now - since:.0f} s while the source answers")
-        return True
 
     def _forget(self, keys: set[TP]) -> None:
         super()._forget(keys)

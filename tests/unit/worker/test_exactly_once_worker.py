@@ -229,8 +229,8 @@ def test_partitions_that_cannot_be_placed_yet_do_not_hold_up_the_commits_of_the_
     produce(kafka["source"], 100, start=100)
     wait_until(lambda: kafka["target"].waiting["commit_transaction@b"] == 1, what="b's commit held", alive=(a, b))
     kafka.expire("b")
-    wait_until(lambda: a.worker.placing_failed_since is not None, what="a unable to place b's partitions",
-               alive=(a, b))
+    wait_until(lambda: "placing assigned partitions" in a.worker.links.troubles,
+               what="a unable to place b's partitions", alive=(a, b))
     produce(kafka["source"], 100, start=200)
     wait_until(lambda: all(visible(kafka)[p] == 300 for p in own), timeout=3, what="a committing its own partitions",
                alive=(a, b))

@@ -277,7 +277,7 @@ def test_a_consumer_that_goes_back_on_its_own_repeats_nothing(kafka: FakeKafka,
     worker = WorkerThread(kafka, "a", route_config(kafka))
     wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
     with kafka["source"].lock:
-        [consumer] = [c for c in kafka.consumers["a"] if not c.closed]
+        consumer = worker.worker.consumer
         consumer.drift(TOPIC, 1, 0)
         consumer.drift(TOPIC, 2, 40)
     produce(kafka["source"], 50, start=100)  # the marker: records after the repeat arrive
@@ -345,7 +345,7 @@ def test_a_late_answer_to_an_outdated_offset_query_moves_nothing_past_a_retentio
     produce(kafka["source"], 100, start=100)
     kafka["source"].delete_records(TOPIC, 0, 150)
     with kafka["source"].lock:
-        [consumer] = [c for c in kafka.consumers["a"] if not c.closed]
+        consumer = worker.worker.consumer
         consumer.answer_offset_queries()  # what librdkafka asked again is answered now, over the seeks
     kafka.thaw("a")
     wait_until(lambda: len(kafka["target"].records(REPLICA, 0)) == 150, what="the records after the gap",
@@ -373,7 +373,7 @@ def test_a_consumer_that_jumps_records_retention_deleted_has_them_reported(
     produce(kafka["source"], 100, start=100)
     kafka["source"].delete_records(TOPIC, 0, 150)
     with kafka["source"].lock:
-        [consumer] = [c for c in kafka.consumers["a"] if not c.closed]
+        consumer = worker.worker.consumer
         consumer.drift(TOPIC, 0, 160)  # past the deleted 100..149 and ten records still there
         consumer.drift(TOPIC, 1, 110)  # past records still there: not a loss
     kafka.thaw("a")
@@ -880,12 +880,12 @@ def test_a_partition_that_silently_stops_fetching_is_found_stuck_and_recovered(
     assert committed(kafka) == {p: 50 for p in range(PARTITIONS)}
 
 
-def test_a_consumer_that_gets_no_more_answers_is_replaced_once_placing_has_failed_for_stuck_after(
+def test_a_consumer_that_gets_no_more_answers_is_replaced_once_its_partitions_placed_again_stay_stuck(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
     """Found by the exactly-once chaos run (seed 5, a clean restart of the source broker): the consumer fetched
-    nothing more and reading committed offsets timed out, while the source answered every other client. The
-    stuck watch placed the partitions again, placing failed, and nothing escalated: the route stalled for good.
-    Placing that fails for ``stuck_after`` s while both clusters answer now gets new clients."""
+    nothing more and reading committed offsets through it timed out, while the source answered every other
+    client; the stuck partitions were placed again, placing failed, and the route stalled for good. Placing reads
+    through clients of its own now: the partitions are placed again, stay stuck, and the consumer is renewed."""
     caplog.set_level(logging.INFO, logger="replicator.worker")
     produce(kafka["source"], 20)
     worker = WorkerThread(kafka, "a", route_config(kafka, stuck_after="1"))
@@ -898,13 +898,44 @@ def test_a_consumer_that_gets_no_more_answers_is_replaced_once_placing_has_faile
     wait_until(lambda: all_copied(kafka), timeout=30, what="the copy by a new consumer", alive=(worker,))
     said = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("partition stuck") and "placing it again" in m for m in said), said
-    assert any(m.startswith("placing assigned partitions failed") and "Timed out" in m for m in said), said
     renewed = [m for m in said if m.startswith("source consumer renewed")]
-    assert len(renewed) == 1 and "placing partitions has failed for" in renewed[0], said
+    assert len(renewed) == 1 and "partitions stuck after a re-seek" in renewed[0], said
     assert worker.worker.consumer is not deaf
     assert worker.finish() is None
     assert_nothing_lost(kafka)
     assert committed(kafka) == {**{p: 50 for p in range(PARTITIONS - 1)}, PARTITIONS - 1: 20}
+
+
+def test_partitions_given_while_their_committed_offsets_cannot_be_read_hold_up_none_copying_already(
+        kafka: FakeKafka) -> None:
+    """Found by the fault pairs (seed 443, a worker killed while a source node died): the survivor placed the
+    partitions it was given on its loop, waiting 21 s for the group's coordinator and the dead node's partitions,
+    and none of the partitions it was copying moved meanwhile (a record waited 33 s). Placing reads in a thread of
+    its own now: b leaves while a cannot read committed offsets; a's own partitions copy on."""
+    produce(kafka["source"], 20)
+    a = WorkerThread(kafka, "a", route_config(kafka), worker_id="wa")
+    b = WorkerThread(kafka, "b", route_config(kafka), worker_id="wb")
+    wait_until(lambda: all_copied(kafka) and len(a.worker.inflight.ledgers) == 2
+               and len(b.worker.inflight.ledgers) == 2, what="both copying", alive=(a, b))
+    own = sorted(p for _, p in a.worker.inflight.ledgers)
+    coordinator = threading.Event()
+    kafka["source"].gates["committed@a"] = coordinator  # a's reads of committed offsets wait (its coordinator died)
+    assert b.finish() is None
+    wait_until(lambda: len(a.worker.unplaced) == 2 and kafka["source"].waiting["committed@a"] == 1,
+               what="a given b's partitions, reading their committed offsets", alive=(a,))
+    for n in range(20, 30):  # the marker: records of a's own partitions arrive while the read waits
+        for p in own:
+            kafka["source"].append(TOPIC, p, f"k{n}".encode(), f"p{p}-{n}".encode(), [("h", b"x")], 1_000 + n)
+    wait_until(lambda: all(set(source_values(kafka, p)) <= set(first_copies(kafka, p)) for p in own), timeout=10,
+               what="a's own partitions copied while it places b's", alive=(a,))
+    assert len(a.worker.unplaced) == 2  # b's: still waiting for their committed offsets
+    coordinator.set()
+    produce(kafka["source"], 10, start=30)
+    wait_until(lambda: all_copied(kafka) and not a.worker.unplaced, what="every partition copied", alive=(a,))
+    assert a.finish() is None
+    assert_nothing_lost(kafka)
+    for p in range(PARTITIONS):  # b's partitions resumed where b committed: not one record copied twice
+        assert [r.value for r in kafka["target"].records(REPLICA, p)] == source_values(kafka, p), f"partition {p}"
 
 
 def test_a_consumer_whose_every_partition_is_stuck_at_once_is_replaced_without_placing_them_again(

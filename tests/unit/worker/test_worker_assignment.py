@@ -15,7 +15,7 @@ from replicator.kafka.log_ranges import watermarks
 from replicator.testing import FakeKafka
 from replicator.testing.admin import FakeAdmin
 from replicator.testing.consumer import FakeConsumer
-from replicator.worker.assignment import Positioner, Watermarks
+from replicator.worker.assignment import Positioner, Watermarks, read_places
 from tests.fake_route import route_config
 
 TOPIC, LOW, HIGH = "orders", 4, 10
@@ -56,6 +56,15 @@ def marks(kafka: FakeKafka) -> Watermarks:
     return lambda partitions: watermarks(admin, partitions)
 
 
+def place(positioner: Positioner, reader: Consumer, ids: dict[str, str],
+          watermarks: Watermarks) -> list[TopicPartition]:
+    """Where the partition starts: what placing reads (through ``reader``), then what it decides."""
+    reads = read_places(positioner.route, [TopicPartition(TOPIC, 0)], lambda _topics: ids,
+                        lambda asked: reader.committed(asked), watermarks,
+                        lambda asked: reader.offsets_for_times(asked))
+    return positioner.decide(reads)
+
+
 def lost_total() -> float:
     return REGISTRY.get_sample_value("mirrorflow_records_lost_to_retention_total", {"route": "r", "topic": TOPIC}) or 0
 
@@ -82,7 +91,7 @@ def test_place_starts_each_partition_where_nothing_is_skipped_unreported(
     reports = Reports()
     positioner = reports.positioner(kafka, **options)
     before = lost_total()
-    placed = positioner.place(consumer(kafka, committed), [TopicPartition(TOPIC, 0)], {}, marks(kafka))
+    placed = place(positioner, consumer(kafka, committed), {}, marks(kafka))
     assert [(tp.topic, tp.partition, tp.offset) for tp in placed] == [(TOPIC, 0, offset)]
     assert reports.losses == losses
     assert lost_total() - before == sum(to - since for _, _, (since, to) in losses)
@@ -102,7 +111,7 @@ def test_a_commit_of_a_deleted_topic_of_the_same_name_is_not_reused(
     reports = Reports()
     positioner = reports.positioner(kafka, start="latest")
     ids = {} if current_id is None else {TOPIC: current_id}
-    placed = positioner.place(consumer(kafka, 6, note), [TopicPartition(TOPIC, 0)], ids, marks(kafka))
+    placed = place(positioner, consumer(kafka, 6, note), ids, marks(kafka))
     assert [tp.offset for tp in placed] == [offset]
     assert reports.losses == []
     assert [(topic, topic_id) for topic, topic_id, _ in reports.recreations] == (
@@ -114,7 +123,7 @@ def test_a_commit_of_a_deleted_topic_of_the_same_name_is_not_reused(
 def test_a_position_beyond_the_log_end_is_logged_as_a_reset(kafka: FakeKafka,
                                                             caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, "replicator.worker.assignment")
-    Reports().positioner(kafka).place(consumer(kafka, 15), [TopicPartition(TOPIC, 0)], {}, marks(kafka))
+    place(Reports().positioner(kafka), consumer(kafka, 15), {}, marks(kafka))
     assert [r.getMessage() for r in caplog.records] == [
         "committed offset beyond the log end (topic recreated or truncated): copying it anew route=r "
         "topic=orders partition=0 from=4"]
@@ -186,7 +195,7 @@ def test_a_route_started_at_latest_copies_what_retention_left_after_a_pause(capl
         kafka["source"].append(TOPIC, 0, None, f"new{n}".encode())
     kafka["source"].delete_records(TOPIC, 0, 11)  # new0..new9 gone, new10..new19 still there
     kafka.thaw("a")
-    source_consumer = kafka.consumers["a"][-1]
+    source_consumer = worker.worker.consumer
     wait_until(lambda: source_consumer.position([TopicPartition(TOPIC, 0)])[0].offset == 21
                and worker.worker.inflight.unsettled() == 0 and not worker.worker.backlog,
                what="the worker at the log end with nothing in flight", alive=(worker,))

@@ -158,7 +158,7 @@ def test_a_worker_the_coordinator_fenced_says_whose_membership_holds_its_id_and_
     produce(kafka["source"], 50)
     worker = WorkerThread(kafka, "a", route_config(kafka), worker_id="w1")
     wait_until(lambda: all_copied(kafka), what="the first copy", alive=(worker,))
-    kafka.consumers["a"][-1].fence()
+    worker.worker.consumer.fence()  # type: ignore[attr-defined]
     produce(kafka["source"], 50, start=50)
     wait_until(lambda: worker.worker.id_held_since is not None, what="the id refused", alive=(worker,))
     assert len(said(caplog, "worker id refused to this worker's member after the group's coordinator fenced it")) == 1
@@ -186,7 +186,7 @@ def test_a_worker_whose_session_ran_out_unheard_joins_anew_and_takes_its_share_b
     b = WorkerThread(kafka, "b", config, worker_id="wb")
     wait_until(lambda: all_copied(kafka) and len(a.worker.inflight.ledgers) == 2
                and len(b.worker.inflight.ledgers) == 2, what="both copying", alive=(a, b))
-    kafka.consumers["a"][-1].lose_coordinator()
+    a.worker.consumer.lose_coordinator()  # type: ignore[attr-defined]
     kafka.expire("a")  # a's session runs out; its client hears nothing of it
     wait_until(lambda: len(b.worker.inflight.ledgers) == PARTITIONS, what="b given every partition", alive=(a, b))
     wait_until(lambda: any("no longer knows this worker's member" in r.getMessage() for r in caplog.records),

@@ -109,8 +109,8 @@ def test_the_worker_gives_its_consumer_the_new_login_after_the_consumer_reports_
     config = _config(tmp_path, kafka, "sasl.username: mf, sasl.password: '${file:source.password}'")
     worker = WorkerThread(kafka, "w", config)
     try:
-        wait_until(lambda: kafka.consumers.get("w"), what="the worker's consumer", alive=(worker,))
-        [consumer] = kafka.consumers["w"]
+        wait_until(lambda: worker.worker._consumer is not None, what="the worker's consumer", alive=(worker,))
+        consumer = worker.worker.consumer
         assert isinstance(consumer, FakeConsumer) and consumer.login == ("mf", OLD)
         (tmp_path / "source.password").write_text(NEW)
         # Served by consume (error_cb): the new login is given outside the callback (inside, confluent-kafka
