@@ -938,6 +938,43 @@ def test_partitions_given_while_their_committed_offsets_cannot_be_read_hold_up_n
         assert [r.value for r in kafka["target"].records(REPLICA, p)] == source_values(kafka, p), f"partition {p}"
 
 
+def test_what_placing_read_before_partitions_went_and_came_back_is_not_taken(kafka: FakeKafka) -> None:
+    """A worker's read of committed offsets is out of date once its partitions went to another worker, which
+    copied and committed on, and came back: taken, they would be copied again from there (exactly-once: shown
+    twice). a reads b's committed offsets, then waits for their log ranges; b comes back for them, copies 10 more
+    and leaves again; a places them where b left them."""
+    produce(kafka["source"], 20)
+    config = route_config(kafka)
+    a = WorkerThread(kafka, "a", config, worker_id="wa")
+    wait_until(lambda: all_copied(kafka), what="the first copy", alive=(a,))
+    b = WorkerThread(kafka, "b", config, worker_id="wb")  # the group takes a joining member's share from the end
+    wait_until(lambda: len(a.worker.inflight.ledgers) == 2 and len(b.worker.inflight.ledgers) == 2,
+               what="both copying", alive=(a, b))
+    theirs = sorted(p for _, p in b.worker.inflight.ledgers)
+    leaders = threading.Event()
+    kafka["source"].gates["list_offsets@a"] = leaders  # a's log ranges wait (a dead leader), after its committed
+    assert b.finish() is None
+    wait_until(lambda: kafka["source"].waiting["list_offsets@a"] >= 1 and set(a.worker.unplaced) ==
+               {(TOPIC, p) for p in theirs}, what="a reading b's partitions", alive=(a,))
+    b = WorkerThread(kafka, "b", config, worker_id="wb")
+    wait_until(lambda: sorted(p for _, p in b.worker.inflight.ledgers) == theirs and not a.worker.unplaced,
+               what="b given its partitions back", alive=(a, b))
+    for n in range(20, 30):
+        for p in theirs:
+            kafka["source"].append(TOPIC, p, f"k{n}".encode(), f"p{p}-{n}".encode(), [("h", b"x")], 1_000 + n)
+    wait_until(lambda: all(committed(kafka)[p] == 30 for p in theirs), what="b's copy committed", alive=(a, b))
+    assert b.finish() is None
+    wait_until(lambda: len(a.worker.unplaced) == 2, what="a given b's partitions again", alive=(a,))
+    leaders.set()
+    wait_until(lambda: not a.worker.unplaced, what="a placing them", alive=(a,))
+    produce(kafka["source"], 5, start=30)  # the marker: copied after them
+    wait_until(lambda: all_copied(kafka), what="the marker", alive=(a,))
+    assert a.finish() is None
+    assert_nothing_lost(kafka)
+    for p in range(PARTITIONS):  # not one record copied twice: a started b's partitions at 30
+        assert [r.value for r in kafka["target"].records(REPLICA, p)] == source_values(kafka, p), f"partition {p}"
+
+
 def test_a_consumer_whose_every_partition_is_stuck_at_once_is_replaced_without_placing_them_again(
         kafka: FakeKafka, caplog: pytest.LogCaptureFixture) -> None:
     """Found by the exactly-once fault run (seed 264, a clean source restart; librdkafka #5153): every partition
