@@ -40,13 +40,13 @@ RESET_RECHECK_S = 2.0
 # A reader (a consumer that never joins) whose close has not returned by then is let go.
 READER_CLOSE_S = 5.0
 
+
 @dataclass(frozen=True, slots=True)
 class PlacingRead:
-    """The reads of ``keys`` under way, started while the worker's placing epoch was ``epoch``: taken only if it
-    still is (nothing was given, taken back or placed afresh since), else read again."""
+    """Reads under way, started while the worker's placing epoch was ``epoch``: taken only if it still is
+    (nothing was given, taken back or placed afresh since), else read again."""
 
     epoch: int
-    keys: tuple[TP, ...]
     future: Future[Reads]
 
 
@@ -109,7 +109,7 @@ class Placing(GroupMember):
             finally:
                 close_within(reader.close, READER_CLOSE_S)
 
-        return PlacingRead(self.placing_epoch, tuple(keys), in_thread(read, f"placing-{route.name}"))
+        return PlacingRead(self.placing_epoch, in_thread(read, f"placing-{route.name}"))
 
     def _take(self, consumer: Consumer, finished: Future[Reads]) -> None:
         """Decide where the partitions read start, and start them (on the loop)."""
