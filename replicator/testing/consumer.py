@@ -142,9 +142,11 @@ class FakeConsumer(ConsumerFaults, FakeLogin):
     def _group_word(self) -> tuple[str, list[TP]] | None:
         """The group's next event for this member; nothing for a process frozen while this call was under way
         (SIGSTOP stops it where it stands): looked at under the lock the group's changes take, so a session
-        expired after the freeze is not heard before the thaw."""
+        expired after the freeze is not heard before the thaw. Nor by a killed process: ``FakeKafka.kill`` marks it
+        killed before it expires its members, and a member hearing its own expiry rejoins (CI: a killed worker's
+        consume under way brought its member back, which never polled again, and the survivor waited for good)."""
         with self.cluster.lock:
-            return None if self.process.frozen else self.group.events(self.member_id)
+            return None if self.process.frozen or self.process.killed else self.group.events(self.member_id)
 
     # -- assignment ------------------------------------------------------------------
 

@@ -277,7 +277,8 @@ class GroupMember(ABC):
     @contextmanager
     def closing_a_client(self) -> Iterator[None]:
         """Around every close of a client of the group: the callbacks that close serves must not call librdkafka's
-        ``memberid`` (see ``Watches._released``), which would wait for the close that waits for them."""
+        ``memberid`` (see ``Watches._released``) or ``consumer_group_metadata`` (see
+        ``TargetMember._member_metadata``), which would wait for the close that waits for them."""
         self.closing = True
         try:
             yield

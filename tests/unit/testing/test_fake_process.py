@@ -64,6 +64,46 @@ def test_a_consume_under_way_when_its_process_freezes_does_not_hear_its_session_
     assert [sorted((tp.topic, tp.partition) for tp in parts) for parts in lost] == [[("t", 0), ("t", 1)]]
 
 
+class _KilledWhileItHearsItsGroup(FakeProcess):
+    """The test thread kills the process (``then``) while one of its consumer's calls is under way, past its
+    checks, about to hear its group."""
+
+    def __init__(self) -> None:
+        super().__init__("worker")
+        self.then: Callable[[], object] | None = None  # armed: done once, at the next look at its links
+
+    def reaches(self, cluster: str) -> bool:
+        then, self.then = self.then, None
+        if then is not None:
+            then()
+        return super().reaches(cluster)
+
+
+def test_a_consume_under_way_when_its_process_is_killed_does_not_bring_its_expired_member_back() -> None:
+    """Found by CI (a loaded run): a worker killed while its consume heard the group took its own expiry as news,
+    rejoined as a live member that never polled again, and the survivor was never given its partitions."""
+    from replicator.testing.process import ProcessKilled
+
+    cluster = FakeCluster("source")
+    cluster.create_topic("t", 2)
+    process = _KilledWhileItHearsItsGroup()
+    consumer = FakeConsumer({"group.id": "g"}, cluster, process)
+    consumer.subscribe(["t"])
+    consumer.consume(1, 0)
+    assert sorted(consumer.positions) == [("t", 0), ("t", 1)]
+
+    def kill() -> None:  # as FakeKafka.kill does
+        process.killed = True
+        consumer.crash(expire=True)
+
+    process.then = kill
+    try:
+        consumer.consume(1, 0)
+    except ProcessKilled:
+        pass
+    assert cluster.group("g").alive() == []  # its partitions go to the others
+
+
 def test_a_killed_process_thread_ends_without_a_word_and_other_errors_still_reach_the_hook() -> None:
     import threading
 
