@@ -298,7 +298,8 @@ class RouteWorker(HeldApart):
 
     def _drain(self) -> None:
         """Send the backlog, oldest first, until it is empty or the queue is full (then pause). Records of
-        partitions held apart, going alone, or copying serially are kept aside (``held_apart``, ``InFlight``)."""
+        partitions held apart, going alone, or copying serially are kept aside (``held_apart``, ``InFlight``), and
+        none overtakes one kept aside (``_behind_kept``)."""
         limits, alone, serial = self.ack_stalls.limits, self.inflight.alone, self.inflight.serial
         chunk: set[TP] = set()  # partitions with nothing in flight when this turn began sending them
         while self.backlog and self.failure is None:
@@ -308,6 +309,9 @@ class RouteWorker(HeldApart):
             elif (ledger := self.inflight.ledgers.get(key := key_of(message))) is not None:
                 if limits and key in limits and len(ledger) >= limits[key]:
                     self._keep_aside(self.backlog.popleft(), key)
+                    continue
+                if self.held_back.get(key):
+                    self._behind_kept(key, len(ledger))
                     continue
                 if not (n := len(ledger)):
                     chunk.add(key)  # what this turn sends of it goes together
