@@ -17,6 +17,7 @@ from bench.chaoslib.accounting import (
 )
 from bench.chaoslib.cluster import CLUSTER_NAMES
 from bench.chaoslib.context import ROUTE, Chaos, Injected
+from bench.chaoslib.evidence import partition_lines
 from bench.chaoslib.records import Stream
 from bench.chaoslib.report import FaultOutcome, Final
 
@@ -213,12 +214,14 @@ class Checker:
         truth = true_losses(sent, got, self.chaos.deleted_below)
         examples = [f"{stream} record {seq} (source offset {sent[stream][seq].offset})"
                     for stream, seq in sorted(tally.lost_records())[:10]]
+        evidence = partition_lines(self.chaos.supervisor.logs(),
+                                   {(stream.topic, stream.partition) for stream, _ in tally.lost_records()})
         self.tracebacks.update(self.chaos.supervisor.new_tracebacks())
         return Final(seed, sum(1 for records in sent.values() for r in records if r.offset is not None),
                      tally.total("lost"), tally.total("reported_lost"), tally.total("over_reported"),
                      tally.total("duplicates"), tally.total("out_of_order"), tally.total("mismatched"),
                      tally.total("unexpected"), tally.foreign, len(self.lost.keys() - tally.lost_records()),
                      tuple(compare_losses(truth, self.reported)),
-                     tuple(self.errors), tuple(examples), tuple(sorted(self.tracebacks)),
+                     tuple(self.errors), tuple(examples), tuple(evidence), tuple(sorted(self.tracebacks)),
                      tuple(self.chaos.supervisor.exits), self.chaos.settings.guarantee, self.chaos.reader.renewals,
                      (verifier.commits, verifier.aborts, verifier.aborted) if verifier.transactional else None)

@@ -69,6 +69,7 @@ class Final:
     retention_differences: tuple[str, ...] = ()
     harness_errors: tuple[str, ...] = ()  # faults the harness could not inject or heal
     lost_examples: tuple[str, ...] = ()
+    lost_evidence: tuple[str, ...] = ()  # the workers' log lines naming the partitions of lost records
     traceback_logs: tuple[str, ...] = ()
     exits: tuple[WorkerExit, ...] = field(default_factory=tuple)
     guarantee: str = "at-least-once"  # the route's: on exactly-once a duplicate fails the run
@@ -156,6 +157,8 @@ def summary(final: Final, outcomes: Sequence[FaultOutcome]) -> str:
              f"out of order {final.out_of_order}, changed {final.mismatched}, unexpected {final.unexpected}, "
              f"foreign {final.foreign}, late (missing at a check, there by the end) {final.late}"]
     lines += [f"  lost: {example}" for example in final.lost_examples]
+    lines += ["  what the workers logged of those partitions:"] * bool(final.lost_evidence)
+    lines += [f"    {line}" for line in final.lost_evidence]
     lines += [f"  retention report differs: {line}" for line in final.retention_differences]
     lines += [f"  harness error: {line}" for line in final.harness_errors]
     lines += [f"  worker {e.worker} exited at {e.at_s:.0f}s with code {e.code}: {e.reason}" for e in exits]

@@ -139,6 +139,11 @@ class Supervisor:
         if worker.wanted and worker.process is None and worker.restart_at and time.monotonic() >= worker.restart_at:
             self._launch(worker)
 
+    def logs(self) -> list[Path]:
+        """The log of every worker started so far."""
+        with self._lock:
+            return [worker.log for worker in self._workers.values()]
+
     def new_tracebacks(self) -> list[str]:
         """Logs that printed "Traceback" since the last call, one entry per traceback."""
         found = []

@@ -95,7 +95,8 @@ def _problems(result: RunResult) -> list[str]:
     final = result.final
     problems = [f"worker {e.worker} exited on its own at {e.at_s:.0f}s, code {e.code}: {e.reason}"
                 for e in final.exits if not e.expected]
-    problems += [f"{final.lost} records lost, e.g. {', '.join(final.lost_examples[:3])}"] if final.lost else []
+    problems += [f"{final.lost} records lost, e.g. {', '.join(final.lost_examples[:3])}; the workers logged of their "
+                 "partitions:", *final.lost_evidence] if final.lost else []
     problems += [f"traceback in {log}" for log in final.traceback_logs]
     problems += [f"harness: {error}" for error in final.harness_errors]
     problems += [f"retention report: {line}" for line in final.retention_differences]
