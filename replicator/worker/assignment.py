@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 LossReporter = Callable[[str, int, tuple[int, int]], None]
 RecreationReporter = Callable[[str, str, str], None]
 Committed = Callable[[list[TopicPartition]], list[TopicPartition]]
+# The same read through a reader it is given: a consumer of the source group made for one placing, which never joins.
+CommittedThrough = Callable[[Consumer, list[TopicPartition]], list[TopicPartition]]
 Watermarks = Callable[[list[tuple[str, int]]], Mapping[tuple[str, int], tuple[int, int]]]
 TopicIds = Callable[[list[str]], Mapping[str, str]]
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from replicator.domain.stuck import StuckWatch
-    from replicator.worker.assignment import Positioner
+    from replicator.worker.assignment import CommittedThrough, Positioner
     from replicator.worker.records import TP
 
 log = logging.getLogger(__name__)
@@ -197,7 +197,7 @@ class Placing(GroupMember):
         if self._kept_from_fetching((tp.topic, tp.partition)):  # assigned afresh (after a reset error), it would fetch
             consumer.pause([TopicPartition(tp.topic, tp.partition)])
 
-    def _committed_reader(self) -> Callable[[Consumer, list[TopicPartition]], list[TopicPartition]]:
+    def _committed_reader(self) -> CommittedThrough:
         """How placing reads the committed positions (in its thread; made on the loop): the source group's, through
         the reader it is given."""
         return lambda reader, partitions: reader.committed(partitions, timeout=15)

@@ -34,11 +34,11 @@ from replicator.worker.subscription import Membership
 from replicator.worker.timeouts import WorkerTimeouts
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from concurrent.futures import Future
 
     from replicator.config import Config, RouteConfig
     from replicator.state.store import StateStore
+    from replicator.worker.assignment import CommittedThrough
     from replicator.worker.subscription import Look
 
 log = logging.getLogger(__name__)
@@ -256,7 +256,7 @@ class TargetMember(RouteWorker):
 
     # -- placing: positions from the positions group, assigned at the decided offset --
 
-    def _committed_reader(self) -> Callable[[Consumer, list[TopicPartition]], list[TopicPartition]]:
+    def _committed_reader(self) -> CommittedThrough:
         """Each source partition's committed position: the furthest of the positions group's (committed with
         the records; read by a reader of that group made for it, which never joins) and the source group's (a
         copy, or an at-least-once worker's). Raises KafkaException while a transaction still holds the positions
