@@ -511,7 +511,8 @@ def test_records_fetched_in_the_hand_over_that_acknowledged_those_in_flight_wait
     produce(kafka["source"], 2)  # records of 1970: older than any target remembers a producer, copied serially
     config = route_config(kafka)
     a = WorkerThread(kafka, "a", config)
-    wait_until(lambda: all_copied(kafka), what="the first records", alive=(a,))
+    wait_until(lambda: all_copied(kafka) and committed(kafka) == {p: 2 for p in range(PARTITIONS)},
+               what="the first records, committed", alive=(a,))  # a's only commit from now on: its hand-over's
     kafka["target"].deliveries_per_poll = 0  # takes records, acknowledges none until a flush
     consumer = a.worker.consumer
     for n in range(2, 8, 2):
@@ -523,6 +524,7 @@ def test_records_fetched_in_the_hand_over_that_acknowledged_those_in_flight_wait
     gate = kafka["source"].gates["commit@a"] = threading.Event()  # a's hand-over stops at its commit, after its flush
     b = WorkerThread(kafka, "b", config)
     wait_until(lambda: kafka["source"].waiting["commit@a"] > 0, what="a handing partitions over", alive=(a, b))
+    assert a.worker.inflight.proven, "the hand-over's flush acknowledged nothing: this proves nothing"
     produce(kafka["source"], 2, start=8)  # fetched by the consume that serves the hand-over
     gate.set()
     kafka["target"].deliveries_per_poll = None
