@@ -34,7 +34,11 @@ def test_oversized_record_stops_the_route_at_its_offset(primary, backup, unique_
     position = committed(primary.bootstrap_servers, "mirrorflow-big", unique_name, 1)[0]
     assert 0 <= position <= 40
     got = read_all(backup.bootstrap_servers, f"primary.{unique_name}", 1)[0]
-    assert position <= len(got) <= 40 and got == records[:len(got)]
+    assert position <= len(got) and got[:position] == records[:position]
+    assert records[40] not in got, "the refused record itself is never written"
+    # Records behind the refused one may be there too: librdkafka sends the batches that followed a refused batch
+    # again under a new producer epoch. CI (session 46): records 1-76 refused in batches over the topic's 2,000
+    # bytes, then 77-79, a small batch, written. Not committed: the next owner copies them again (duplicates).
 
 
 def test_dead_letter_mode_sets_oversized_records_aside(primary, backup, unique_name, tmp_path, workers) -> None:  # type: ignore[no-untyped-def]
